@@ -1,0 +1,1 @@
+//! Helpers shared by Forge's test suites.

@@ -1,0 +1,142 @@
+//! Running one command to completion: the request, its streamed output and its result.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What to run: an argument vector (no shell involved) or a string for `/bin/sh -c`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+impl Command {
+    /// The argument vector the process is started with.
+    pub fn to_argv(&self) -> Vec<String> {
+        match self {
+            Self::Argv(argv) => argv.clone(),
+            Self::Shell(script) => vec!["/bin/sh".to_owned(), "-c".to_owned(), script.clone()],
+        }
+    }
+
+    /// A one-line rendering for listings and logs.
+    pub fn display(&self) -> String {
+        match self {
+            Self::Argv(argv) => argv.join(" "),
+            Self::Shell(script) => script.clone(),
+        }
+    }
+}
+
+/// Default cap on what is kept of each of stdout and stderr.
+pub const DEFAULT_OUTPUT_LIMIT: u64 = 16 << 20;
+
+/// A command to run inside a sandbox and wait for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecRequest {
+    pub command: Command,
+    /// Added to (and overriding) the sandbox's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory inside the sandbox; `/workspace` when absent.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Bytes written to the process's stdin, which is then closed. Stdin is `/dev/null` when
+    /// absent.
+    #[serde(default, with = "serde_bytes")]
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit; the whole process group is killed when it passes.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Bytes kept of each of stdout and stderr; the rest is drained and dropped.
+    #[serde(default)]
+    pub output_limit: Option<u64>,
+}
+
+impl ExecRequest {
+    pub fn new(command: Command) -> Self {
+        Self {
+            command,
+            env: BTreeMap::new(),
+            cwd: None,
+            stdin: None,
+            timeout_ms: None,
+            output_limit: None,
+        }
+    }
+
+    pub fn argv<I, S>(argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::new(Command::Argv(argv.into_iter().map(Into::into).collect()))
+    }
+
+    pub fn shell(script: impl Into<String>) -> Self {
+        Self::new(Command::Shell(script.into()))
+    }
+
+    pub fn output_limit(&self) -> u64 {
+        self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT)
+    }
+}
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamKind {
+    Stdout,
+    Stderr,
+}
+
+impl StreamKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+        }
+    }
+}
+
+/// How a command ended and what it printed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ExecResult {
+    /// The exit status, or `128 + signal` when a signal ended the process (as a shell reports).
+    pub exit_code: i32,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
+    /// The kernel's OOM killer ended it because the sandbox's memory limit was reached.
+    pub oom_killed: bool,
+    /// The request's timeout passed and the process group was killed.
+    pub timed_out: bool,
+    pub duration_us: u64,
+    /// Everything kept of stdout (empty when the output was streamed).
+    #[serde(with = "serde_bytes")]
+    pub stdout: Vec<u8>,
+    #[serde(with = "serde_bytes")]
+    pub stderr: Vec<u8>,
+    /// More was written than the output limit allowed.
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+}
+
+impl ExecResult {
+    pub fn success(&self) -> bool {
+        self.exit_code == 0 && self.signal.is_none()
+    }
+}
+
+/// One item of a streamed exec: output as it is produced, then the result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecEvent {
+    Output {
+        stream: StreamKind,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+    Exit(ExecResult),
+}
