@@ -79,6 +79,30 @@ impl ExecRequest {
         Self::new(Command::Shell(script.into()))
     }
 
+    #[must_use]
+    pub fn with_stdin(mut self, stdin: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(stdin.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
+        self.timeout_ms = Some(timeout_ms);
+        self
+    }
+
+    #[must_use]
+    pub fn with_cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_output_limit(mut self, limit: u64) -> Self {
+        self.output_limit = Some(limit);
+        self
+    }
+
     pub fn output_limit(&self) -> u64 {
         self.output_limit.unwrap_or(DEFAULT_OUTPUT_LIMIT)
     }

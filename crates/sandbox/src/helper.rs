@@ -1,0 +1,333 @@
+//! The helper process: a small, single-threaded copy of the Forge binary (`forge __init`)
+//! that forks each sandbox's init into new namespaces.
+//!
+//! The server is multi-threaded, and a multi-threaded process cannot safely fork a child
+//! that goes on to run Rust code. So the host starts this helper once, before any of that
+//! matters, and asks it over a socket to create sandboxes. Each child is a copy-on-write
+//! fork of the helper (no `exec`), which keeps a cold start to a `clone` and a sandbox's
+//! memory to the pages it changes. The helper writes the child's id maps, puts it in its
+//! cgroups and hands the host a pidfd and the child's readiness pipe.
+
+use std::ffi::OsString;
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags, SocketFlags, SocketType,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::init::{self, Boot};
+use crate::plan::SpawnPlan;
+use crate::sys;
+
+/// The hidden argument that turns the Forge binary into the helper.
+pub const HELPER_ARG: &str = "__init";
+
+/// Largest message on the helper socket.
+const MAX_MESSAGE: usize = 1 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+enum HelperRequest {
+    Spawn(Box<SpawnPlan>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum HelperResponse {
+    /// Followed (as ancillary data) by the child's pidfd and the read end of its ready pipe.
+    Spawned { pid: i32, notes: Vec<String> },
+    Failed { message: String },
+}
+
+/// Runs the helper if this process was started as one (`<binary> __init`), and never
+/// returns in that case. Call it first thing in `main`, before any thread starts.
+pub fn run_if_helper() {
+    let mut args = std::env::args_os();
+    let _program = args.next();
+    if args.next().as_deref() == Some(HELPER_ARG.as_ref()) {
+        helper_main();
+    }
+}
+
+fn helper_main() -> ! {
+    // The host passes the helper's end of the socket as stdin.
+    let socket: OwnedFd = match rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3) {
+        Ok(fd) => fd,
+        Err(_) => sys::exit_immediately(64),
+    };
+    if let Ok(null) = rustix::fs::open(c"/dev/null", rustix::fs::OFlags::RDWR, rustix::fs::Mode::empty()) {
+        let _ = rustix::stdio::dup2_stdin(&null);
+        let _ = rustix::stdio::dup2_stdout(&null);
+    }
+    if sys::auto_reap_children().is_err() {
+        sys::exit_immediately(65);
+    }
+    let programs = match crate::seccomp::compile() {
+        Ok(programs) => programs,
+        Err(_) => sys::exit_immediately(66),
+    };
+    loop {
+        let request: HelperRequest = match receive(&socket) {
+            Ok(Some((message, _))) => message,
+            Ok(None) | Err(_) => sys::exit_immediately(0),
+        };
+        let HelperRequest::Spawn(plan) = request;
+        let sent = match spawn_sandbox(*plan, &programs) {
+            Ok(spawned) => send(
+                &socket,
+                &HelperResponse::Spawned { pid: spawned.pid, notes: spawned.notes },
+                &[spawned.pidfd.as_fd(), spawned.ready.as_fd()],
+            ),
+            Err(message) => send(&socket, &HelperResponse::Failed { message }, &[]),
+        };
+        if sent.is_err() {
+            sys::exit_immediately(0);
+        }
+    }
+}
+
+struct Forked {
+    pid: i32,
+    pidfd: OwnedFd,
+    ready: OwnedFd,
+    notes: Vec<String>,
+}
+
+/// Forks the init of one sandbox and prepares it from the outside.
+fn spawn_sandbox(plan: SpawnPlan, programs: &[seccompiler::BpfProgram]) -> Result<Forked, String> {
+    fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
+        move |err| format!("{what}: {err}")
+    }
+    let (release_r, release_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
+    let (ready_r, ready_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
+    let idmap = plan.workspace.is_some() && !plan.unprivileged;
+    let (channel_parent, channel_child) = if idmap {
+        let (a, b) = rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
+            .map_err(os("socketpair"))?;
+        (Some(a), Some(b))
+    } else {
+        (None, None)
+    };
+    let child = sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
+    let Some(pid) = child else {
+        // The child: keep only what the init needs, then become it.
+        let mut keep = vec![release_r.as_raw_fd(), ready_w.as_raw_fd()];
+        keep.extend(channel_child.as_ref().map(AsRawFd::as_raw_fd));
+        if sys::close_descriptors_except(&keep).is_err() {
+            sys::exit_immediately(1);
+        }
+        if let Ok(null) = rustix::fs::open(c"/dev/null", rustix::fs::OFlags::RDWR, rustix::fs::Mode::empty()) {
+            let _ = rustix::stdio::dup2_stdin(&null);
+            let _ = rustix::stdio::dup2_stdout(&null);
+            let _ = rustix::stdio::dup2_stderr(&null);
+        }
+        let workspace = channel_child.and_then(|channel| receive_fd(&channel));
+        init::run(Boot { plan, release: release_r, ready: ready_w, workspace }, programs);
+    };
+    drop((release_r, ready_w, channel_child));
+    let prepared = prepare_child(pid, &plan, channel_parent.as_ref());
+    match prepared {
+        Ok((pidfd, notes)) => {
+            rustix::io::write(&release_w, b"1").map_err(os("release the init"))?;
+            Ok(Forked { pid, pidfd, ready: ready_r, notes })
+        }
+        Err(message) => {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            Err(message)
+        }
+    }
+}
+
+/// Writes the child's id maps, moves it into its cgroups, shields it from the OOM killer and
+/// makes its idmapped workspace.
+fn prepare_child(pid: i32, plan: &SpawnPlan, channel: Option<&OwnedFd>) -> Result<(OwnedFd, Vec<String>), String> {
+    let raw = rustix::process::Pid::from_raw(pid).ok_or_else(|| format!("invalid pid {pid}"))?;
+    let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
+        .map_err(|e| format!("pidfd_open({pid}): {e}"))?;
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let write = |name: &str, value: &str| {
+        std::fs::write(proc_dir.join(name), value).map_err(|e| format!("write {value:?} to /proc/{pid}/{name}: {e}"))
+    };
+    if plan.unprivileged {
+        write("setgroups", "deny")?;
+    }
+    write("uid_map", &plan.uid_map.map_line())?;
+    write("gid_map", &plan.gid_map.map_line())?;
+    let mut notes = Vec::new();
+    for procs in &plan.cgroup_procs {
+        std::fs::write(procs, pid.to_string()).map_err(|e| format!("join cgroup {}: {e}", procs.display()))?;
+    }
+    // Lowering an OOM score needs CAP_SYS_RESOURCE, which some hosts withhold even from
+    // root (the backend reports that once); the init is tiny and rarely chosen anyway.
+    if !plan.unprivileged {
+        let _ = write("oom_score_adj", "-1000");
+    }
+    if let (Some(channel), Some(workspace)) = (channel, &plan.workspace) {
+        match idmapped_tree(workspace, &proc_dir.join("ns/user")) {
+            Ok(tree) => send_fd(channel, tree.as_fd()).map_err(|e| format!("pass the workspace mount: {e}"))?,
+            Err(err) => notes.push(format!(
+                "workspace {} could not be idmapped ({err}); it is mounted as is and may be read-only inside",
+                workspace.display()
+            )),
+        }
+    }
+    Ok((pidfd, notes))
+}
+
+/// A detached copy of `dir` whose ids are shown through the user namespace at `userns`.
+fn idmapped_tree(dir: &Path, userns: &Path) -> io::Result<OwnedFd> {
+    use rustix::mount::OpenTreeFlags;
+    let tree = rustix::mount::open_tree(
+        rustix::fs::CWD,
+        dir,
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_RECURSIVE,
+    )?;
+    let ns = rustix::fs::open(userns, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())?;
+    sys::idmap_mount(tree.as_fd(), ns.as_fd())?;
+    Ok(tree)
+}
+
+fn send_fd(channel: &OwnedFd, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> {
+    let fds = [fd];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    rustix::net::sendmsg(channel, &[IoSlice::new(b"w")], &mut control, SendFlags::empty())?;
+    Ok(())
+}
+
+fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    // The helper sends the mount before it releases the child, or nothing at all (then it
+    // has closed its end by the time the child reads).
+    rustix::net::recvmsg(channel, &mut [IoSliceMut::new(&mut byte)], &mut control, RecvFlags::DONTWAIT).ok()?;
+    control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    })
+}
+
+/// Sends one message with optional descriptors.
+fn send<T: Serialize>(socket: &OwnedFd, message: &T, fds: &[rustix::fd::BorrowedFd<'_>]) -> io::Result<()> {
+    let body = rmp_serde::to_vec_named(message).map_err(io::Error::other)?;
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() {
+        control.push(SendAncillaryMessage::ScmRights(fds));
+    }
+    rustix::net::sendmsg(socket, &[IoSlice::new(&body)], &mut control, SendFlags::empty())?;
+    Ok(())
+}
+
+/// Receives one message and the descriptors that came with it; `None` when the peer closed.
+fn receive<T: for<'de> Deserialize<'de>>(socket: &OwnedFd) -> io::Result<Option<(T, Vec<OwnedFd>)>> {
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = rustix::net::recvmsg(socket, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let fds: Vec<OwnedFd> = control
+        .drain()
+        .flat_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(fds) => fds.collect::<Vec<_>>(),
+            _ => Vec::new(),
+        })
+        .collect();
+    if received.bytes == 0 {
+        return Ok(None);
+    }
+    let message = rmp_serde::from_slice(&buf[..received.bytes]).map_err(io::Error::other)?;
+    Ok(Some((message, fds)))
+}
+
+/// How the host starts the helper: a program and its arguments before [`HELPER_ARG`].
+#[derive(Debug, Clone)]
+pub struct HelperCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl Default for HelperCommand {
+    /// The running binary itself, which must call [`run_if_helper`] at the top of `main`.
+    fn default() -> Self {
+        Self { program: PathBuf::from("/proc/self/exe"), args: Vec::new() }
+    }
+}
+
+/// A sandbox init forked by the helper.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) pid: i32,
+    pub(crate) pidfd: OwnedFd,
+    pub(crate) ready: OwnedFd,
+    pub(crate) notes: Vec<String>,
+}
+
+/// The host's end of the helper.
+#[derive(Debug)]
+pub(crate) struct Helper {
+    socket: OwnedFd,
+    child: std::process::Child,
+}
+
+impl Helper {
+    pub(crate) fn start(command: &HelperCommand) -> io::Result<Self> {
+        let (ours, theirs) = rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
+        #[expect(clippy::disallowed_methods, reason = "starts Forge's own helper binary, not user code")]
+        let mut process = std::process::Command::new(&command.program);
+        let child = process
+            .args(&command.args)
+            .arg(HELPER_ARG)
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        Ok(Self { socket: ours, child })
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Asks the helper for a sandbox init. Blocking; call from a blocking context.
+    pub(crate) fn spawn(&self, plan: &SpawnPlan) -> Result<Spawned, HelperError> {
+        send(&self.socket, &HelperRequest::Spawn(Box::new(plan.clone())), &[]).map_err(HelperError::Io)?;
+        let Some((response, fds)) = receive::<HelperResponse>(&self.socket).map_err(HelperError::Io)? else {
+            return Err(HelperError::Io(io::Error::from(io::ErrorKind::UnexpectedEof)));
+        };
+        match response {
+            HelperResponse::Spawned { pid, notes } => {
+                let mut fds = fds.into_iter();
+                match (fds.next(), fds.next()) {
+                    (Some(pidfd), Some(ready)) => Ok(Spawned { pid, pidfd, ready, notes }),
+                    _ => Err(HelperError::Io(io::Error::other("the helper sent no descriptors"))),
+                }
+            }
+            HelperResponse::Failed { message } => Err(HelperError::Failed(message)),
+        }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        // Closing the socket ends the helper; reap it so no zombie is left.
+        let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both);
+        let _ = self.child.wait();
+    }
+}
+
+/// Why the helper could not fork an init.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HelperError {
+    #[error("talking to the sandbox helper")]
+    Io(#[source] io::Error),
+    #[error("{0}")]
+    Failed(String),
+}

@@ -1,0 +1,950 @@
+//! The Linux jail backend: each sandbox is a tree of processes in its own user, pid, mount,
+//! ipc, uts, net and cgroup namespaces under Forge's init, with an overlay root, cgroup
+//! limits, seccomp, Landlock and no capabilities.
+//!
+//! The host side does what needs the host's view (directories, cgroups, uid ranges) and asks
+//! the helper ([`crate::helper`]) to fork the init; everything inside the sandbox goes
+//! through the init's control socket ([`crate::client`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use forge_types::{
+    ExecEvent, ExecRequest, ExecResult, FileInfo, NetworkMode, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec,
+    ProcessState, PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats,
+};
+use fs_err as fs;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, ExecStream, SandboxError};
+use crate::cgroup::{CgroupLayout, CgroupRoot, SandboxCgroup};
+use crate::client::{AgentClient, Connection};
+use crate::helper::{Helper, HelperCommand, Spawned};
+use crate::image::Images;
+use crate::plan::{IdRange, Overlay, SpawnPlan};
+use crate::proto::{CHUNK, FrameError, Request, Response};
+
+/// Ids each sandbox gets in its user namespace (root mode).
+const IDS_PER_SANDBOX: u32 = 65_536;
+
+/// How many sandboxes can hold a uid range at once (root mode).
+const MAX_SLOTS: u32 = 16_384;
+
+/// Paths inside a sandbox that its processes may write to.
+pub const WRITABLE_PATHS: [&str; 7] = ["/workspace", "/tmp", "/var/tmp", "/root", "/home", "/run", "/dev/shm"];
+
+/// Longest Unix socket path the kernel accepts (`sun_path` minus the NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// How the jail backend is set up.
+#[derive(Debug, Clone)]
+pub struct JailConfig {
+    /// Sandboxes' writable layers and sockets, and the image store.
+    pub data_dir: PathBuf,
+    pub helper: HelperCommand,
+    /// First host uid (and gid) of the ranges sandboxes' ids map to, when running as root.
+    pub uid_base: u32,
+    /// Name of the cgroup directory created under Forge's own cgroup.
+    pub cgroup_name: String,
+}
+
+impl JailConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            helper: HelperCommand::default(),
+            uid_base: 1 << 20,
+            cgroup_name: "forge".to_owned(),
+        }
+    }
+}
+
+/// What the sandbox needs written in its directory to be found again after a restart.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    info: SandboxInfo,
+    slot: Option<u32>,
+}
+
+#[derive(Debug)]
+struct Sandbox {
+    info: SandboxInfo,
+    slot: Option<u32>,
+    dir: PathBuf,
+    client: AgentClient,
+    pidfd: OwnedFd,
+    cgroup: Option<SandboxCgroup>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: JailConfig,
+    sandboxes_dir: PathBuf,
+    privileged: bool,
+    images: Images,
+    cgroups: CgroupRoot,
+    /// Limits this host cannot enforce; copied into every sandbox's `degraded`.
+    host_notes: Vec<String>,
+    /// Other things worth knowing about this host, for `forge doctor`.
+    info_notes: Vec<String>,
+    helper: Mutex<Option<Helper>>,
+    sandboxes: RwLock<HashMap<SandboxId, Arc<Sandbox>>>,
+    slots: Mutex<BTreeSet<u32>>,
+}
+
+/// The Linux jail backend. Cheap to clone; clones share the same sandboxes.
+#[derive(Debug, Clone)]
+pub struct JailBackend {
+    inner: Arc<Inner>,
+}
+
+/// What happened to sandboxes left behind by an earlier run.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Still running and taken back under management.
+    pub adopted: Vec<SandboxId>,
+    /// Dead or unreachable, and cleaned up.
+    pub removed: Vec<SandboxId>,
+}
+
+impl JailBackend {
+    /// Prepares the data directory, the host image and cgroups, and starts the helper.
+    pub fn new(config: JailConfig) -> Result<Self, SandboxError> {
+        let privileged = rustix::process::geteuid().is_root();
+        let data_dir = config.data_dir.clone();
+        let host = |reason: String| SandboxError::Host { reason };
+        if !data_dir.is_absolute() {
+            return Err(host(format!("the data directory {} must be an absolute path", data_dir.display())));
+        }
+        let sandboxes_dir = data_dir.join("sandboxes");
+        let images_dir = data_dir.join("images");
+        for dir in [&data_dir, &sandboxes_dir, &images_dir] {
+            fs::create_dir_all(dir).map_err(|e| host(format!("cannot create {}: {e}", dir.display())))?;
+            // Sandbox inits run as unprivileged uids and must be able to reach their own
+            // directories below these.
+            fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+                .map_err(|e| host(format!("cannot set permissions of {}: {e}", dir.display())))?;
+        }
+        if privileged {
+            check_traversable(&data_dir).map_err(host)?;
+        }
+        let socket_len = sandboxes_dir.join("sb-00000000/ctl.sock").as_os_str().len();
+        if socket_len > MAX_SOCKET_PATH {
+            return Err(host(format!(
+                "the data directory {} is too deep: sandbox control sockets would be {socket_len} bytes long, \
+                 over the kernel's limit of {MAX_SOCKET_PATH}; choose a shorter path",
+                data_dir.display()
+            )));
+        }
+        let images = Images::prepare(&images_dir).map_err(|e| host(format!("cannot prepare the host image: {e}")))?;
+        let layout = CgroupLayout::detect().unwrap_or_default();
+        let (cgroups, mut host_notes) = CgroupRoot::prepare(&layout, &config.cgroup_name);
+        for controller in layout.missing() {
+            host_notes.push(format!("cgroup controller {} is not available on this host", controller.name()));
+        }
+        if !privileged {
+            host_notes.push("running without root: sandbox ids map to the caller's uid only".to_owned());
+        }
+        let shield = rustix::thread::capabilities(None)
+            .is_ok_and(|caps| caps.effective.contains(rustix::thread::CapabilitySet::SYS_RESOURCE));
+        let mut info_notes = Vec::new();
+        if privileged && !shield {
+            info_notes.push("sandbox inits are not shielded from the OOM killer (no CAP_SYS_RESOURCE)".to_owned());
+        }
+        let helper = Helper::start(&config.helper)
+            .map_err(|e| host(format!("cannot start the sandbox helper {}: {e}", config.helper.program.display())))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                sandboxes_dir,
+                privileged,
+                images,
+                cgroups,
+                host_notes,
+                info_notes,
+                helper: Mutex::new(Some(helper)),
+                sandboxes: RwLock::new(HashMap::new()),
+                slots: Mutex::new(BTreeSet::new()),
+            }),
+        })
+    }
+
+    /// What this host cannot do for sandboxes, for reports: unenforced limits first.
+    pub fn host_notes(&self) -> Vec<String> {
+        self.inner.host_notes.iter().chain(&self.inner.info_notes).cloned().collect()
+    }
+
+    /// Pid of the helper process (for leak checks).
+    pub fn helper_pid(&self) -> Option<u32> {
+        self.inner.helper.lock().ok()?.as_ref().map(Helper::pid)
+    }
+
+    /// Directory that holds one directory per sandbox.
+    pub fn sandboxes_dir(&self) -> &Path {
+        &self.inner.sandboxes_dir
+    }
+
+    /// Cgroup directories of sandboxes that exist right now (for leak checks).
+    pub fn cgroup_dirs(&self) -> Vec<PathBuf> {
+        self.inner.cgroups.children()
+    }
+
+    /// Takes back sandboxes an earlier run left running and removes the remains of dead
+    /// ones, so that nothing runs unaccounted for.
+    pub async fn recover(&self) -> Recovery {
+        let mut recovery = Recovery::default();
+        let Ok(entries) = fs::read_dir(&self.inner.sandboxes_dir) else { return recovery };
+        let dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        for dir in dirs {
+            let Some(id) = dir.file_name().and_then(|n| n.to_str()).and_then(SandboxId::parse) else {
+                continue;
+            };
+            if self.inner.sandboxes.read().is_ok_and(|s| s.contains_key(&id)) {
+                continue;
+            }
+            match self.adopt(&id, &dir).await {
+                Some(sandbox) => {
+                    if let Some(slot) = sandbox.slot
+                        && let Ok(mut slots) = self.inner.slots.lock()
+                    {
+                        slots.insert(slot);
+                    }
+                    if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
+                        sandboxes.insert(id.clone(), Arc::new(sandbox));
+                    }
+                    recovery.adopted.push(id);
+                }
+                None => {
+                    let cgroup = self.inner.cgroups.existing(id.as_str());
+                    let inner = self.inner.clone();
+                    let dir2 = dir.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        // Any process still in the cgroup belongs to the dead sandbox.
+                        kill_cgroup_members(&cgroup);
+                        let _ = cgroup.remove();
+                        let _ = remove_tree(&dir2);
+                        drop(inner);
+                    })
+                    .await;
+                    recovery.removed.push(id);
+                }
+            }
+        }
+        recovery
+    }
+
+    async fn adopt(&self, id: &SandboxId, dir: &Path) -> Option<Sandbox> {
+        let record: Record = serde_json::from_slice(&fs::read(dir.join("sandbox.json")).ok()?).ok()?;
+        let socket = dir.join("ctl.sock");
+        let stream = tokio::net::UnixStream::connect(&socket).await.ok()?;
+        let peer = stream.peer_cred().ok()?.pid()?;
+        drop(stream);
+        let pid = rustix::process::Pid::from_raw(peer)?;
+        let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()?;
+        let client = AgentClient::new(socket);
+        // The init answering after the pidfd was opened proves the pidfd is its own.
+        matches!(client.call(&Request::Ping).await, Ok(Response::Pong)).then_some(())?;
+        let mut info = record.info;
+        info.init_pid = peer;
+        Some(Sandbox {
+            cgroup: Some(self.inner.cgroups.existing(id.as_str())).filter(|_| !self.inner.cgroups.controllers().is_empty()),
+            info,
+            slot: record.slot,
+            dir: dir.to_owned(),
+            client,
+            pidfd,
+        })
+    }
+
+    fn sandbox(&self, id: &SandboxId) -> Result<Arc<Sandbox>, SandboxError> {
+        self.inner
+            .sandboxes
+            .read()
+            .ok()
+            .and_then(|s| s.get(id).cloned())
+            .ok_or_else(|| SandboxError::NotFound { id: id.clone() })
+    }
+
+    fn allocate_slot(&self) -> Result<Option<u32>, SandboxError> {
+        if !self.inner.privileged {
+            return Ok(None);
+        }
+        let mut slots = self.inner.slots.lock().map_err(|_| SandboxError::Host { reason: "slot table poisoned".into() })?;
+        let slot = (0..MAX_SLOTS)
+            .find(|s| !slots.contains(s))
+            .ok_or_else(|| SandboxError::Host { reason: format!("all {MAX_SLOTS} uid ranges are in use") })?;
+        slots.insert(slot);
+        Ok(Some(slot))
+    }
+
+    fn free_slot(&self, slot: Option<u32>) {
+        if let Some(slot) = slot
+            && let Ok(mut slots) = self.inner.slots.lock()
+        {
+            slots.remove(&slot);
+        }
+    }
+
+    fn new_id(&self) -> SandboxId {
+        loop {
+            let mut bytes = [0u8; 4];
+            let _ = rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty());
+            let id = SandboxId::from_random(bytes);
+            let taken = self.inner.sandboxes.read().is_ok_and(|s| s.contains_key(&id))
+                || self.inner.sandboxes_dir.join(id.as_str()).exists();
+            if !taken {
+                return id;
+            }
+        }
+    }
+
+    /// Creates the sandbox's directories and cgroups and has the helper fork its init;
+    /// waits until the init reports ready. Blocking.
+    fn start_blocking(&self, id: &SandboxId, spec: &SandboxSpec, slot: Option<u32>) -> Result<Started, SandboxError> {
+        let inner = &self.inner;
+        let root_fs = inner.images.resolve(&spec.image).ok_or_else(|| SandboxError::UnknownImage {
+            image: spec.image.clone(),
+            available: inner.images.names().join(", "),
+        })?;
+        let (uid_map, gid_map) = match slot {
+            Some(slot) => {
+                let outside = inner.config.uid_base + slot * IDS_PER_SANDBOX;
+                let range = IdRange { inside: 0, outside, count: IDS_PER_SANDBOX };
+                (range, range)
+            }
+            None => (
+                IdRange { inside: 0, outside: rustix::process::geteuid().as_raw(), count: 1 },
+                IdRange { inside: 0, outside: rustix::process::getegid().as_raw(), count: 1 },
+            ),
+        };
+        let dir = inner.sandboxes_dir.join(id.as_str());
+        let owner = slot.map(|_| uid_map.outside);
+        prepare_dirs(&dir, owner).map_err(|e| SandboxError::setup("create the sandbox's directories", e))?;
+        let cgroup = if inner.cgroups.controllers().is_empty() {
+            None
+        } else {
+            match inner.cgroups.create(id.as_str(), &spec.limits) {
+                Ok(cgroup) => Some(cgroup),
+                Err(err) => {
+                    let _ = remove_tree(&dir);
+                    return Err(SandboxError::setup("create the sandbox's cgroups", err));
+                }
+            }
+        };
+        let plan = SpawnPlan {
+            id: id.to_string(),
+            sandbox_dir: dir.clone(),
+            root_dir: dir.join("root"),
+            socket_path: dir.join("ctl.sock"),
+            root: Overlay {
+                lower: root_fs.lower,
+                upper: dir.join("upper"),
+                work: dir.join("work"),
+            },
+            binds: root_fs.binds,
+            workspace: spec.workspace.clone(),
+            uid_map,
+            gid_map,
+            unprivileged: !inner.privileged,
+            cgroup_procs: cgroup.as_ref().map(SandboxCgroup::procs_files).unwrap_or_default(),
+            oom_events: cgroup.as_ref().and_then(SandboxCgroup::oom_events_file),
+            hostname: id.to_string(),
+            limits: spec.limits,
+            env: sandbox_env(id, spec),
+            writable: WRITABLE_PATHS.iter().map(|p| (*p).to_owned()).collect(),
+        };
+        let cleanup = |cgroup: &Option<SandboxCgroup>| {
+            if let Some(cgroup) = cgroup {
+                kill_cgroup_members(cgroup);
+                let _ = cgroup.remove();
+            }
+            let _ = remove_tree(&dir);
+        };
+        let spawned = match self.helper_spawn(&plan) {
+            Ok(spawned) => spawned,
+            Err(err) => {
+                cleanup(&cgroup);
+                return Err(err);
+            }
+        };
+        match wait_ready(&spawned.ready) {
+            Ok(notes) => Ok(Started { spawned, notes, cgroup, dir, socket: plan.socket_path }),
+            Err(message) => {
+                let _ = rustix::process::pidfd_send_signal(&spawned.pidfd, rustix::process::Signal::KILL);
+                wait_exit_blocking(&spawned.pidfd);
+                cleanup(&cgroup);
+                Err(SandboxError::setup("start the sandbox init", message))
+            }
+        }
+    }
+
+    /// Sends a spawn request to the helper, restarting it once if it died.
+    fn helper_spawn(&self, plan: &SpawnPlan) -> Result<Spawned, SandboxError> {
+        let mut helper = self
+            .inner
+            .helper
+            .lock()
+            .map_err(|_| SandboxError::Host { reason: "helper lock poisoned".into() })?;
+        for attempt in 0..2 {
+            if helper.is_none() {
+                *helper = Some(Helper::start(&self.inner.config.helper).map_err(|e| SandboxError::setup("start the sandbox helper", e))?);
+            }
+            let Some(current) = helper.as_ref() else { continue };
+            match current.spawn(plan) {
+                Ok(spawned) => return Ok(spawned),
+                Err(crate::helper::HelperError::Io(err)) if attempt == 0 => {
+                    tracing::warn!(error = %err, "sandbox helper failed; restarting it");
+                    *helper = None;
+                }
+                Err(err) => return Err(SandboxError::setup("fork the sandbox init", err)),
+            }
+        }
+        Err(SandboxError::Host { reason: "the sandbox helper keeps failing".into() })
+    }
+
+    /// Turns a failed exchange into the right error: the sandbox is gone if its init died.
+    async fn failure(&self, sandbox: &Sandbox, err: FrameError) -> SandboxError {
+        if wait_exit(&sandbox.pidfd, Duration::from_millis(250)).await {
+            let oom = sandbox.cgroup.as_ref().and_then(|c| c.stats().oom_kills).unwrap_or(0) > 0;
+            let reason = if oom {
+                "its init was killed after the sandbox ran out of memory".to_owned()
+            } else {
+                "its init exited".to_owned()
+            };
+            return SandboxError::Gone { id: sandbox.info.id.clone(), reason };
+        }
+        SandboxError::Protocol { id: sandbox.info.id.clone(), source: err }
+    }
+
+    async fn call(&self, id: &SandboxId, request: Request) -> Result<Response, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        match sandbox.client.call(&request).await {
+            Ok(Response::Error(source)) => Err(SandboxError::Operation { id: id.clone(), source }),
+            Ok(response) => Ok(response),
+            Err(err) => Err(self.failure(&sandbox, err).await),
+        }
+    }
+
+    /// Opens a connection that a stream will own.
+    async fn stream_connection(&self, sandbox: &Sandbox, request: &Request) -> Result<Connection, SandboxError> {
+        let mut connection = match sandbox.client.connection().await {
+            Ok(connection) => connection,
+            Err(err) => return Err(self.failure(sandbox, err).await),
+        };
+        if let Err(err) = connection.send(request).await {
+            return Err(self.failure(sandbox, err).await);
+        }
+        Ok(connection)
+    }
+
+    /// Turns a connection carrying exec output or attach frames into events, ending with
+    /// the exit.
+    fn stream(&self, sandbox: Arc<Sandbox>, connection: Connection) -> ExecStream {
+        let backend = self.clone();
+        futures::stream::unfold(Some((connection, sandbox)), move |state| {
+            let backend = backend.clone();
+            async move {
+                let (mut connection, sandbox) = state?;
+                let id = sandbox.info.id.clone();
+                let (events, done): (Vec<Result<ExecEvent, SandboxError>>, bool) = match connection.receive().await {
+                    Ok(Response::Output { stream, data }) => (vec![Ok(ExecEvent::Output { stream, data })], false),
+                    Ok(Response::Exec(result)) => (vec![Ok(ExecEvent::Exit(result))], true),
+                    Ok(Response::ProcessOutput(output)) => {
+                        let mut events: Vec<_> =
+                            output.chunks.into_iter().map(|c| Ok(ExecEvent::Output { stream: c.stream, data: c.data })).collect();
+                        let exited = match output.state {
+                            ProcessState::Exited { exit_code, signal } if events.is_empty() => {
+                                events.push(Ok(ExecEvent::Exit(ExecResult { exit_code, signal, ..ExecResult::default() })));
+                                true
+                            }
+                            _ => false,
+                        };
+                        (events, exited)
+                    }
+                    Ok(Response::Error(source)) => (vec![Err(SandboxError::Operation { id, source })], true),
+                    Ok(_) => (vec![Err(unexpected(&id, "output"))], true),
+                    Err(err) => (vec![Err(backend.failure(&sandbox, err).await)], true),
+                };
+                let next = if done { None } else { Some((connection, sandbox)) };
+                Some((futures::stream::iter(events), next))
+            }
+        })
+        .flatten()
+        .boxed()
+    }
+}
+
+/// A started init, before the host connected to it.
+struct Started {
+    spawned: Spawned,
+    notes: Vec<String>,
+    cgroup: Option<SandboxCgroup>,
+    dir: PathBuf,
+    socket: PathBuf,
+}
+
+/// Refuses a data directory sandbox uids could not reach.
+fn check_traversable(dir: &Path) -> Result<(), String> {
+    for ancestor in dir.ancestors().skip(1) {
+        let Ok(meta) = std::fs::metadata(ancestor) else { continue };
+        if meta.permissions().mode() & 0o001 == 0 {
+            return Err(format!(
+                "the data directory {} is below {}, which other users cannot enter (mode {:o}); \
+                 sandboxes run as unprivileged uids and need to reach it: choose a data directory \
+                 such as /var/lib/forge or allow traversal with chmod o+x",
+                dir.display(),
+                ancestor.display(),
+                meta.permissions().mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Creates a sandbox's directory: the overlay's upper and work layers with the writable
+/// directories pre-made and owned by the sandbox's root, and the mount point of its root.
+fn prepare_dirs(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
+    let mkdir = |path: &Path, mode: u32| -> std::io::Result<()> {
+        std::fs::DirBuilder::new().mode(mode).create(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        if let Some(uid) = owner {
+            rustix::fs::chown(path, Some(rustix::process::Uid::from_raw(uid)), Some(rustix::process::Gid::from_raw(uid)))?;
+        }
+        Ok(())
+    };
+    mkdir(dir, 0o700)?;
+    for (sub, mode) in [
+        ("upper", 0o755),
+        ("upper/workspace", 0o755),
+        ("upper/root", 0o700),
+        ("upper/home", 0o755),
+        ("upper/run", 0o755),
+        ("upper/var", 0o755),
+        ("upper/var/tmp", 0o1777),
+        ("work", 0o700),
+        ("root", 0o755),
+    ] {
+        mkdir(&dir.join(sub), mode)?;
+    }
+    Ok(())
+}
+
+/// The environment every process of the sandbox starts with.
+fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = [
+        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+        ("HOME", "/root"),
+        ("LANG", "C.UTF-8"),
+        ("USER", "root"),
+        ("TMPDIR", "/tmp"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    env.insert("HOSTNAME".into(), id.to_string());
+    env.insert("FORGE_SANDBOX_ID".into(), id.to_string());
+    env.extend(spec.env.clone());
+    env
+}
+
+/// Reads the init's readiness report: `Ok(notes)` or the error it wrote.
+fn wait_ready(ready: &OwnedFd) -> Result<Vec<String>, String> {
+    let mut text = String::new();
+    let mut file = std::fs::File::from(ready.try_clone().map_err(|e| e.to_string())?);
+    // Setup is a few milliseconds; the poll only guards against a wedged kernel call.
+    let mut fds = [rustix::event::PollFd::new(ready, rustix::event::PollFlags::IN)];
+    let timeout = rustix::event::Timespec { tv_sec: 30, tv_nsec: 0 };
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(0) => return Err("the sandbox init did not report within 30 s".to_owned()),
+        Ok(_) => {}
+        Err(err) => return Err(format!("waiting for the sandbox init: {err}")),
+    }
+    file.read_to_string(&mut text).map_err(|e| format!("reading the init's report: {e}"))?;
+    let mut lines = text.lines();
+    match lines.next() {
+        Some("ok") => Ok(lines.filter_map(|l| l.strip_prefix("note: ")).map(str::to_owned).collect()),
+        Some(line) => Err(line.strip_prefix("error: ").unwrap_or(line).to_owned()),
+        None => Err("the sandbox init exited during setup".to_owned()),
+    }
+}
+
+/// Waits (blocking, bounded) for a process to exit.
+fn wait_exit_blocking(pidfd: &OwnedFd) {
+    let mut fds = [rustix::event::PollFd::new(pidfd, rustix::event::PollFlags::IN)];
+    let timeout = rustix::event::Timespec { tv_sec: 10, tv_nsec: 0 };
+    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+}
+
+/// Waits up to `limit` for a process to exit; true if it has.
+async fn wait_exit(pidfd: &OwnedFd, limit: Duration) -> bool {
+    let Ok(fd) = pidfd.try_clone() else { return false };
+    let Ok(async_fd) = crate::sys::async_fd(fd, tokio::io::Interest::READABLE) else { return false };
+    tokio::time::timeout(limit, async_fd.readable()).await.is_ok_and(|r| r.is_ok())
+}
+
+/// Kills every process left in a sandbox's cgroups (after its init died, orphans would
+/// otherwise keep the cgroup busy).
+fn kill_cgroup_members(cgroup: &SandboxCgroup) {
+    for procs in cgroup.procs_files() {
+        let Ok(text) = std::fs::read_to_string(&procs) else { continue };
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Removes a directory tree, making read-only directories (overlay's work dir) writable
+/// first if that is what stood in the way.
+fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(first) => {
+            for entry in walk_dirs(dir) {
+                let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o700));
+            }
+            std::fs::remove_dir_all(dir).map_err(|_| first)
+        }
+    }
+}
+
+fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_owned()];
+    let mut index = 0;
+    while index < out.len() {
+        if let Ok(entries) = std::fs::read_dir(&out[index]) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(entry.path());
+                }
+            }
+        }
+        index += 1;
+    }
+    out
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn unexpected(id: &SandboxId, expected: &'static str) -> SandboxError {
+    SandboxError::Protocol { id: id.clone(), source: FrameError::Unexpected { expected } }
+}
+
+#[async_trait]
+impl Backend for JailBackend {
+    fn name(&self) -> &'static str {
+        "jail"
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<SandboxInfo, SandboxError> {
+        spec.validate()?;
+        if spec.network != NetworkMode::None {
+            return Err(SandboxError::Unsupported { feature: format!("network mode {:?}", spec.network.as_str()) });
+        }
+        if let Some(workspace) = &spec.workspace
+            && !workspace.is_dir()
+        {
+            return Err(SandboxError::InvalidSpec(forge_types::SpecError::new(
+                "workspace",
+                format!("{} is not a directory", workspace.display()),
+            )));
+        }
+        let id = self.new_id();
+        let slot = self.allocate_slot()?;
+        let backend = self.clone();
+        let (task_id, task_spec) = (id.clone(), spec.clone());
+        let started = tokio::task::spawn_blocking(move || backend.start_blocking(&task_id, &task_spec, slot))
+            .await
+            .map_err(|e| SandboxError::setup("start the sandbox", e))
+            .and_then(|r| r);
+        let started = match started {
+            Ok(started) => started,
+            Err(err) => {
+                self.free_slot(slot);
+                return Err(err);
+            }
+        };
+        let client = AgentClient::new(started.socket.clone());
+        let mut degraded = self.inner.host_notes.clone();
+        degraded.extend(started.spawned.notes.iter().cloned());
+        degraded.extend(started.notes.iter().cloned());
+        let info = SandboxInfo {
+            id: id.clone(),
+            spec,
+            init_pid: started.spawned.pid,
+            created_at_ms: now_ms(),
+            degraded,
+        };
+        let record = Record { info: info.clone(), slot };
+        let sandbox = Arc::new(Sandbox {
+            info: info.clone(),
+            slot,
+            dir: started.dir,
+            client,
+            pidfd: started.spawned.pidfd,
+            cgroup: started.cgroup,
+        });
+        if let Ok(json) = serde_json::to_vec(&record) {
+            let _ = std::fs::write(sandbox.dir.join("sandbox.json"), json);
+        }
+        // Warm one connection now, so the first request does not pay for it.
+        match Connection::open(&started.socket).await {
+            Ok(connection) => sandbox.client.release(connection),
+            Err(err) => {
+                let error = self.failure(&sandbox, err).await;
+                self.inner.sandboxes.write().map(|mut s| s.insert(id.clone(), sandbox)).ok();
+                let _ = self.destroy(&id).await;
+                return Err(error);
+            }
+        }
+        if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
+            sandboxes.insert(id, sandbox);
+        }
+        Ok(info)
+    }
+
+    async fn destroy(&self, id: &SandboxId) -> Result<(), SandboxError> {
+        let sandbox = self
+            .inner
+            .sandboxes
+            .write()
+            .ok()
+            .and_then(|mut s| s.remove(id))
+            .ok_or_else(|| SandboxError::NotFound { id: id.clone() })?;
+        sandbox.client.close();
+        // Killing a pid namespace's init kills every process in it.
+        let _ = rustix::process::pidfd_send_signal(&sandbox.pidfd, rustix::process::Signal::KILL);
+        if !wait_exit(&sandbox.pidfd, Duration::from_secs(10)).await {
+            return Err(SandboxError::Teardown {
+                id: id.clone(),
+                stage: "wait for the init to exit".into(),
+                source: "the init did not exit within 10 s of SIGKILL".into(),
+            });
+        }
+        let backend = self.clone();
+        let teardown_id = id.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            if let Some(cgroup) = &sandbox.cgroup {
+                kill_cgroup_members(cgroup);
+                cgroup.remove().map_err(|e| SandboxError::Teardown {
+                    id: teardown_id.clone(),
+                    stage: "remove its cgroups".into(),
+                    source: Box::new(e),
+                })?;
+            }
+            remove_tree(&sandbox.dir).map_err(|e| SandboxError::Teardown {
+                id: teardown_id.clone(),
+                stage: format!("remove {}", sandbox.dir.display()),
+                source: Box::new(e),
+            })?;
+            backend.free_slot(sandbox.slot);
+            Ok(())
+        })
+        .await;
+        result.map_err(|e| SandboxError::Teardown { id: id.clone(), stage: "teardown task".into(), source: Box::new(e) })?
+    }
+
+    async fn get(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError> {
+        Ok(self.sandbox(id)?.info.clone())
+    }
+
+    async fn list(&self) -> Vec<SandboxInfo> {
+        let mut infos: Vec<SandboxInfo> = self
+            .inner
+            .sandboxes
+            .read()
+            .map(|s| s.values().map(|s| s.info.clone()).collect())
+            .unwrap_or_default();
+        infos.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        infos
+    }
+
+    async fn stats(&self, id: &SandboxId) -> Result<SandboxStats, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        Ok(sandbox.cgroup.as_ref().map(SandboxCgroup::stats).unwrap_or_default())
+    }
+
+    async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecResult, SandboxError> {
+        match self.call(id, Request::Exec { request, stream: false }).await? {
+            Response::Exec(result) => Ok(result),
+            _ => Err(unexpected(id, "an exec result")),
+        }
+    }
+
+    async fn exec_stream(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecStream, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        let connection = self.stream_connection(&sandbox, &Request::Exec { request, stream: true }).await?;
+        Ok(self.stream(sandbox, connection))
+    }
+
+    async fn spawn(&self, id: &SandboxId, spec: ProcessSpec) -> Result<ProcessInfo, SandboxError> {
+        match self.call(id, Request::Spawn { spec }).await? {
+            Response::Process(info) => Ok(info),
+            _ => Err(unexpected(id, "a process")),
+        }
+    }
+
+    async fn processes(&self, id: &SandboxId) -> Result<Vec<ProcessInfo>, SandboxError> {
+        match self.call(id, Request::ListProcesses).await? {
+            Response::Processes { processes } => Ok(processes),
+            _ => Err(unexpected(id, "a process list")),
+        }
+    }
+
+    async fn signal(&self, id: &SandboxId, process: ProcessId, signal: i32) -> Result<(), SandboxError> {
+        match self.call(id, Request::Signal { id: process, signal }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn write_stdin(&self, id: &SandboxId, process: ProcessId, data: Vec<u8>, close: bool) -> Result<(), SandboxError> {
+        match self.call(id, Request::WriteStdin { id: process, data, close }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn read_output(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        cursor: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    ) -> Result<ProcessOutput, SandboxError> {
+        match self.call(id, Request::ReadOutput { id: process, cursor, max_bytes, wait_ms }).await? {
+            Response::ProcessOutput(output) => Ok(output),
+            _ => Err(unexpected(id, "process output")),
+        }
+    }
+
+    async fn attach(&self, id: &SandboxId, process: ProcessId, cursor: u64) -> Result<ExecStream, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        let connection = self.stream_connection(&sandbox, &Request::Attach { id: process, cursor }).await?;
+        Ok(self.stream(sandbox, connection))
+    }
+
+    async fn wait(&self, id: &SandboxId, process: ProcessId, timeout_ms: Option<u64>) -> Result<ProcessInfo, SandboxError> {
+        match self.call(id, Request::Wait { id: process, timeout_ms }).await? {
+            Response::Process(info) => Ok(info),
+            _ => Err(unexpected(id, "a process")),
+        }
+    }
+
+    async fn resize(&self, id: &SandboxId, process: ProcessId, size: PtySize) -> Result<(), SandboxError> {
+        match self.call(id, Request::Resize { id: process, size }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn read_file(&self, id: &SandboxId, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        let request = Request::ReadFile { path: path.to_owned(), offset: 0, limit: None };
+        let mut connection = self.stream_connection(&sandbox, &request).await?;
+        let mut data = Vec::new();
+        loop {
+            match connection.receive().await {
+                Ok(Response::Data { data: chunk }) => data.extend_from_slice(&chunk),
+                Ok(Response::Ok) => {
+                    sandbox.client.release(connection);
+                    return Ok(data);
+                }
+                Ok(Response::Error(source)) => {
+                    sandbox.client.release(connection);
+                    return Err(SandboxError::Operation { id: id.clone(), source });
+                }
+                Ok(_) => return Err(unexpected(id, "file data")),
+                Err(err) => return Err(self.failure(&sandbox, err).await),
+            }
+        }
+    }
+
+    async fn write_file(&self, id: &SandboxId, path: &str, data: Vec<u8>, mode: Option<u32>) -> Result<(), SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        let request = Request::WriteFile { path: path.to_owned(), mode, append: false };
+        let mut connection = self.stream_connection(&sandbox, &request).await?;
+        let upload = async {
+            for chunk in data.chunks(CHUNK) {
+                connection.send(&Request::Chunk { data: chunk.to_vec() }).await?;
+            }
+            connection.send(&Request::End).await?;
+            connection.receive().await
+        };
+        match upload.await {
+            Ok(Response::Ok) => {
+                sandbox.client.release(connection);
+                Ok(())
+            }
+            Ok(Response::Error(source)) => {
+                sandbox.client.release(connection);
+                Err(SandboxError::Operation { id: id.clone(), source })
+            }
+            Ok(_) => Err(unexpected(id, "ok")),
+            Err(err) => Err(self.failure(&sandbox, err).await),
+        }
+    }
+
+    async fn list_dir(&self, id: &SandboxId, path: &str) -> Result<Vec<FileInfo>, SandboxError> {
+        match self.call(id, Request::ListDir { path: path.to_owned() }).await? {
+            Response::Files { files } => Ok(files),
+            _ => Err(unexpected(id, "a file list")),
+        }
+    }
+
+    async fn stat(&self, id: &SandboxId, path: &str) -> Result<FileInfo, SandboxError> {
+        match self.call(id, Request::Stat { path: path.to_owned() }).await? {
+            Response::Stat(info) => Ok(info),
+            _ => Err(unexpected(id, "file metadata")),
+        }
+    }
+
+    async fn mkdir(&self, id: &SandboxId, path: &str) -> Result<(), SandboxError> {
+        match self.call(id, Request::Mkdir { path: path.to_owned(), mode: None }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn rename(&self, id: &SandboxId, from: &str, to: &str) -> Result<(), SandboxError> {
+        match self.call(id, Request::Rename { from: from.to_owned(), to: to.to_owned() }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn chmod(&self, id: &SandboxId, path: &str, mode: u32) -> Result<(), SandboxError> {
+        match self.call(id, Request::Chmod { path: path.to_owned(), mode }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn remove(&self, id: &SandboxId, path: &str, recursive: bool) -> Result<(), SandboxError> {
+        match self.call(id, Request::Remove { path: path.to_owned(), recursive }).await? {
+            Response::Ok => Ok(()),
+            _ => Err(unexpected(id, "ok")),
+        }
+    }
+
+    async fn glob(&self, id: &SandboxId, pattern: &str) -> Result<Vec<String>, SandboxError> {
+        match self.call(id, Request::Glob { pattern: pattern.to_owned() }).await? {
+            Response::Paths { paths } => Ok(paths),
+            _ => Err(unexpected(id, "paths")),
+        }
+    }
+}

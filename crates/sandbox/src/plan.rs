@@ -1,0 +1,68 @@
+//! The complete recipe for one sandbox, computed on the host and carried out by the helper
+//! and the sandbox's init. Plain data, so it can cross the helper socket.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use forge_types::Limits;
+use serde::{Deserialize, Serialize};
+
+/// An overlay mount: read-only lower layers (top first) and a writable upper layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Overlay {
+    pub(crate) lower: Vec<PathBuf>,
+    pub(crate) upper: PathBuf,
+    pub(crate) work: PathBuf,
+}
+
+/// A host directory mounted read-only inside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ReadOnlyBind {
+    pub(crate) source: PathBuf,
+    /// Absolute path inside the sandbox.
+    pub(crate) target: String,
+}
+
+/// One line of a uid or gid map: `count` ids from `inside` map to `outside` on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IdRange {
+    pub(crate) inside: u32,
+    pub(crate) outside: u32,
+    pub(crate) count: u32,
+}
+
+impl IdRange {
+    pub(crate) fn map_line(&self) -> String {
+        format!("{} {} {}\n", self.inside, self.outside, self.count)
+    }
+}
+
+/// Everything the helper and the init need to build a sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SpawnPlan {
+    pub(crate) id: String,
+    /// The sandbox's host directory (upper layers, control socket).
+    pub(crate) sandbox_dir: PathBuf,
+    /// Empty directory where the new root is assembled.
+    pub(crate) root_dir: PathBuf,
+    pub(crate) socket_path: PathBuf,
+    pub(crate) root: Overlay,
+    pub(crate) binds: Vec<ReadOnlyBind>,
+    /// Host directory mounted at `/workspace`.
+    pub(crate) workspace: Option<PathBuf>,
+    pub(crate) uid_map: IdRange,
+    pub(crate) gid_map: IdRange,
+    /// True when Forge runs without root: only the caller's own ids can be mapped and
+    /// `setgroups` must be denied first.
+    pub(crate) unprivileged: bool,
+    /// `cgroup.procs` files the init joins before it starts.
+    pub(crate) cgroup_procs: Vec<PathBuf>,
+    /// The memory cgroup file with the OOM-kill counter.
+    pub(crate) oom_events: Option<PathBuf>,
+    pub(crate) hostname: String,
+    pub(crate) limits: Limits,
+    /// Environment every process starts with (before request-level additions).
+    pub(crate) env: BTreeMap<String, String>,
+    /// Paths inside the sandbox that processes may write to (Landlock).
+    pub(crate) writable: Vec<String>,
+}

@@ -1,0 +1,159 @@
+//! Warm pools: sandboxes created ahead of demand for one spec, so that acquiring one is a
+//! hand-off instead of a start. A background task keeps the pool at its size; a released
+//! sandbox is destroyed (never reused: its state is the last user's) in the background.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use forge_types::{SandboxId, SandboxInfo, SandboxSpec};
+use tokio::sync::Notify;
+
+use crate::backend::{Backend, SandboxError};
+
+/// Counters of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct PoolStatus {
+    /// Sandboxes waiting to be acquired.
+    pub ready: usize,
+    /// The number the pool refills to.
+    pub size: usize,
+    /// Acquisitions served from the pool.
+    pub hits: u64,
+    /// Acquisitions that had to create a sandbox on the spot.
+    pub misses: u64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    backend: Arc<dyn Backend>,
+    spec: SandboxSpec,
+    size: usize,
+    ready: Mutex<VecDeque<SandboxInfo>>,
+    wake: Notify,
+    closed: AtomicBool,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// A warm pool for one spec. Dropping it stops refilling; call [`Pool::shutdown`] to also
+/// destroy the sandboxes it holds.
+#[derive(Debug)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+impl Pool {
+    /// Starts a pool that keeps `size` sandboxes of `spec` ready. Must be called within a
+    /// tokio runtime.
+    pub fn new(backend: Arc<dyn Backend>, spec: SandboxSpec, size: usize) -> Self {
+        let inner = Arc::new(Inner {
+            backend,
+            spec,
+            size,
+            ready: Mutex::new(VecDeque::new()),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        });
+        tokio::spawn(refill(inner.clone()));
+        Self { inner }
+    }
+
+    pub fn spec(&self) -> &SandboxSpec {
+        &self.inner.spec
+    }
+
+    /// A ready sandbox, or a new one when the pool is empty.
+    pub async fn acquire(&self) -> Result<SandboxInfo, SandboxError> {
+        let ready = self.inner.ready.lock().ok().and_then(|mut r| r.pop_front());
+        self.inner.wake.notify_one();
+        if let Some(info) = ready {
+            self.inner.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(info);
+        }
+        self.inner.misses.fetch_add(1, Ordering::Relaxed);
+        self.inner.backend.create(self.inner.spec.clone()).await
+    }
+
+    /// Hands a sandbox back: it is destroyed in the background.
+    pub fn release(&self, id: SandboxId) {
+        let backend = self.inner.backend.clone();
+        tokio::spawn(async move {
+            if let Err(err) = backend.destroy(&id).await {
+                tracing::warn!(sandbox = %id, error = %err, "destroying a released pool sandbox failed");
+            }
+        });
+    }
+
+    /// Waits until the pool holds its full size (or `limit` passes); true if it does.
+    pub async fn wait_full(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.status().ready >= self.inner.size {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    pub fn status(&self) -> PoolStatus {
+        PoolStatus {
+            ready: self.inner.ready.lock().map_or(0, |r| r.len()),
+            size: self.inner.size,
+            hits: self.inner.hits.load(Ordering::Relaxed),
+            misses: self.inner.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops refilling and destroys every sandbox the pool holds.
+    pub async fn shutdown(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_one();
+        let drained: Vec<SandboxInfo> = self.inner.ready.lock().map(|mut r| r.drain(..).collect()).unwrap_or_default();
+        for info in drained {
+            let _ = self.inner.backend.destroy(&info.id).await;
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_one();
+    }
+}
+
+async fn refill(inner: Arc<Inner>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if inner.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let missing = inner.size.saturating_sub(inner.ready.lock().map_or(0, |r| r.len()));
+        if missing == 0 {
+            inner.wake.notified().await;
+            continue;
+        }
+        match inner.backend.create(inner.spec.clone()).await {
+            Ok(info) => {
+                backoff = Duration::from_millis(100);
+                if inner.closed.load(Ordering::SeqCst) {
+                    let _ = inner.backend.destroy(&info.id).await;
+                    return;
+                }
+                if let Ok(mut ready) = inner.ready.lock() {
+                    ready.push_back(info);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "warm pool could not create a sandbox; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
