@@ -275,6 +275,11 @@ impl CgroupRoot {
         }
     }
 
+    /// The base directories, one per hierarchy.
+    pub fn parents(&self) -> Vec<PathBuf> {
+        self.bases.iter().map(|(_, base)| base.clone()).collect()
+    }
+
     /// Directories of sandbox cgroups present under the bases, for leak checks.
     pub fn children(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

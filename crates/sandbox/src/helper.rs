@@ -125,8 +125,7 @@ fn spawn_sandbox(plan: SpawnPlan, programs: &[seccompiler::BpfProgram]) -> Resul
             let _ = rustix::stdio::dup2_stdout(&null);
             let _ = rustix::stdio::dup2_stderr(&null);
         }
-        let workspace = channel_child.and_then(|channel| receive_fd(&channel));
-        init::run(Boot { plan, release: release_r, ready: ready_w, workspace }, programs);
+        init::run(Boot { plan, release: release_r, ready: ready_w, workspace_channel: channel_child }, programs);
     };
     drop((release_r, ready_w, channel_child));
     let prepared = prepare_child(pid, &plan, channel_parent.as_ref());
@@ -202,7 +201,7 @@ fn send_fd(channel: &OwnedFd, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> 
     Ok(())
 }
 
-fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
+pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
     let mut byte = [0u8; 1];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);

@@ -16,9 +16,12 @@ use forge_types::sandbox::HOST_IMAGE;
 use crate::plan::ReadOnlyBind;
 
 /// Bumped when the skeleton's contents change, so old skeletons are rebuilt.
-const SKELETON_VERSION: &str = "forge-host-skeleton-1";
+const SKELETON_VERSION: &str = "forge-host-skeleton-2";
 
-/// Top-level directories of every sandbox root, with their modes.
+/// Top-level directories of every sandbox root, with their modes. All are searchable by
+/// everyone: the overlay looks names up in the lower layer with the sandbox root's
+/// credentials, which the host's root owns; the upper layer carries the modes a sandbox
+/// sees for the directories it may write (`/root` is 0700 there).
 const SKELETON_DIRS: [(&str, u32); 15] = [
     ("usr", 0o755),
     ("etc", 0o755),
@@ -27,7 +30,7 @@ const SKELETON_DIRS: [(&str, u32); 15] = [
     ("dev", 0o755),
     ("tmp", 0o1777),
     ("workspace", 0o755),
-    ("root", 0o700),
+    ("root", 0o755),
     ("home", 0o755),
     ("var", 0o755),
     ("var/tmp", 0o1777),

@@ -196,6 +196,11 @@ impl JailBackend {
         self.inner.cgroups.children()
     }
 
+    /// The directories sandbox cgroups are created in, one per hierarchy.
+    pub fn cgroup_parents(&self) -> Vec<PathBuf> {
+        self.inner.cgroups.parents()
+    }
+
     /// Takes back sandboxes an earlier run left running and removes the remains of dead
     /// ones, so that nothing runs unaccounted for.
     pub async fn recover(&self) -> Recovery {
@@ -277,7 +282,13 @@ impl JailBackend {
             return Ok(None);
         }
         let mut slots = self.inner.slots.lock().map_err(|_| SandboxError::Host { reason: "slot table poisoned".into() })?;
+        // Start from a random slot so that separate Forge processes on one host (each with
+        // its own data directory) rarely hand out the same uid range.
+        let mut seed = [0u8; 4];
+        let _ = rustix::rand::getrandom(&mut seed, rustix::rand::GetRandomFlags::empty());
+        let start = u32::from_ne_bytes(seed) % MAX_SLOTS;
         let slot = (0..MAX_SLOTS)
+            .map(|offset| (start + offset) % MAX_SLOTS)
             .find(|s| !slots.contains(s))
             .ok_or_else(|| SandboxError::Host { reason: format!("all {MAX_SLOTS} uid ranges are in use") })?;
         slots.insert(slot);

@@ -28,13 +28,13 @@ pub(crate) struct Boot {
     pub(crate) release: OwnedFd,
     /// Where setup reports `ok` or its error.
     pub(crate) ready: OwnedFd,
-    /// The idmapped workspace mount, when the helper made one.
-    pub(crate) workspace: Option<OwnedFd>,
+    /// Where the helper sends the idmapped workspace mount, when it makes one.
+    pub(crate) workspace_channel: Option<OwnedFd>,
 }
 
 /// Runs the init. Never returns: the init lives until the sandbox is destroyed.
 pub(crate) fn run(boot: Boot, seccomp: &[seccompiler::BpfProgram]) -> ! {
-    let Boot { plan, release, ready, workspace } = boot;
+    let Boot { plan, release, ready, workspace_channel } = boot;
     let mut release = std::fs::File::from(release);
     let mut go = [0u8; 1];
     if !matches!(release.read(&mut go), Ok(1)) || go[0] != b'1' {
@@ -42,6 +42,8 @@ pub(crate) fn run(boot: Boot, seccomp: &[seccompiler::BpfProgram]) -> ! {
         sys::exit_immediately(1);
     }
     drop(release);
+    // Sent before the release, so it is waiting now if it was sent at all.
+    let workspace = workspace_channel.and_then(|channel| crate::helper::receive_fd(&channel));
     let mut ready = std::fs::File::from(ready);
     match setup(&plan, workspace, seccomp) {
         Ok((listener, agent, notes)) => {
