@@ -32,7 +32,7 @@ pub(crate) enum Command {
 pub(crate) enum SandboxCommand {
     /// Run one command in a fresh sandbox, stream its output, exit with its exit code and
     /// remove the sandbox (like `docker run --rm`).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 /// Where sandboxes keep their state.

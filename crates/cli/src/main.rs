@@ -15,7 +15,10 @@ fn main() -> ExitCode {
     forge_sandbox::run_if_helper();
     let cli = cli::Cli::parse();
     output::init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             output::error(&anyhow::Error::new(err).context("cannot start the async runtime"));

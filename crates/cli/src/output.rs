@@ -1,5 +1,9 @@
 //! Everything the CLI prints, in one place: errors, warnings, tables and logging setup.
-#![expect(clippy::print_stderr, clippy::print_stdout, reason = "the CLI's output module is where printing happens")]
+#![expect(
+    clippy::print_stderr,
+    clippy::print_stdout,
+    reason = "the CLI's output module is where printing happens"
+)]
 
 use std::io::Write;
 

@@ -10,7 +10,8 @@ use crate::cli::DataDirArg;
 /// `$XDG_DATA_HOME/forge` (or `~/.local/share/forge`) for anyone else.
 pub(crate) fn data_dir(arg: &DataDirArg) -> anyhow::Result<PathBuf> {
     if let Some(dir) = &arg.data_dir {
-        return std::path::absolute(dir).with_context(|| format!("invalid data directory {}", dir.display()));
+        return std::path::absolute(dir)
+            .with_context(|| format!("invalid data directory {}", dir.display()));
     }
     if rustix::process::geteuid().is_root() {
         return Ok(PathBuf::from("/var/lib/forge"));
@@ -18,6 +19,7 @@ pub(crate) fn data_dir(arg: &DataDirArg) -> anyhow::Result<PathBuf> {
     if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(xdg).join("forge"));
     }
-    let home = std::env::var_os("HOME").context("HOME is not set; pass --data-dir or set FORGE_DATA_DIR")?;
+    let home = std::env::var_os("HOME")
+        .context("HOME is not set; pass --data-dir or set FORGE_DATA_DIR")?;
     Ok(PathBuf::from(home).join(".local/share/forge"))
 }

@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 use forge_types::{
-    ExecEvent, ExecRequest, ExecResult, FileInfo, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec,
-    PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
+    ExecEvent, ExecRequest, ExecResult, FileInfo, ProcessId, ProcessInfo, ProcessOutput,
+    ProcessSpec, PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
 };
 use futures::stream::BoxStream;
 
@@ -67,8 +67,14 @@ impl SandboxError {
         }
     }
 
-    pub(crate) fn setup(stage: impl Into<String>, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self::Setup { stage: stage.into(), source: source.into() }
+    pub(crate) fn setup(
+        stage: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Setup {
+            stage: stage.into(),
+            source: source.into(),
+        }
     }
 }
 
@@ -87,12 +93,27 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
 
     async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecResult, SandboxError>;
     /// Runs a command and streams its output; dropping the stream kills the command.
-    async fn exec_stream(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecStream, SandboxError>;
+    async fn exec_stream(
+        &self,
+        id: &SandboxId,
+        request: ExecRequest,
+    ) -> Result<ExecStream, SandboxError>;
 
     async fn spawn(&self, id: &SandboxId, spec: ProcessSpec) -> Result<ProcessInfo, SandboxError>;
     async fn processes(&self, id: &SandboxId) -> Result<Vec<ProcessInfo>, SandboxError>;
-    async fn signal(&self, id: &SandboxId, process: ProcessId, signal: i32) -> Result<(), SandboxError>;
-    async fn write_stdin(&self, id: &SandboxId, process: ProcessId, data: Vec<u8>, close: bool) -> Result<(), SandboxError>;
+    async fn signal(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        signal: i32,
+    ) -> Result<(), SandboxError>;
+    async fn write_stdin(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), SandboxError>;
     async fn read_output(
         &self,
         id: &SandboxId,
@@ -102,17 +123,39 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         wait_ms: u64,
     ) -> Result<ProcessOutput, SandboxError>;
     /// Streams a process's output from `cursor` until it exits.
-    async fn attach(&self, id: &SandboxId, process: ProcessId, cursor: u64) -> Result<ExecStream, SandboxError>;
-    async fn wait(&self, id: &SandboxId, process: ProcessId, timeout_ms: Option<u64>) -> Result<ProcessInfo, SandboxError>;
-    async fn resize(&self, id: &SandboxId, process: ProcessId, size: PtySize) -> Result<(), SandboxError>;
+    async fn attach(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        cursor: u64,
+    ) -> Result<ExecStream, SandboxError>;
+    async fn wait(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        timeout_ms: Option<u64>,
+    ) -> Result<ProcessInfo, SandboxError>;
+    async fn resize(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        size: PtySize,
+    ) -> Result<(), SandboxError>;
 
     async fn read_file(&self, id: &SandboxId, path: &str) -> Result<Vec<u8>, SandboxError>;
-    async fn write_file(&self, id: &SandboxId, path: &str, data: Vec<u8>, mode: Option<u32>) -> Result<(), SandboxError>;
+    async fn write_file(
+        &self,
+        id: &SandboxId,
+        path: &str,
+        data: Vec<u8>,
+        mode: Option<u32>,
+    ) -> Result<(), SandboxError>;
     async fn list_dir(&self, id: &SandboxId, path: &str) -> Result<Vec<FileInfo>, SandboxError>;
     async fn stat(&self, id: &SandboxId, path: &str) -> Result<FileInfo, SandboxError>;
     async fn mkdir(&self, id: &SandboxId, path: &str) -> Result<(), SandboxError>;
     async fn rename(&self, id: &SandboxId, from: &str, to: &str) -> Result<(), SandboxError>;
     async fn chmod(&self, id: &SandboxId, path: &str, mode: u32) -> Result<(), SandboxError>;
-    async fn remove(&self, id: &SandboxId, path: &str, recursive: bool) -> Result<(), SandboxError>;
+    async fn remove(&self, id: &SandboxId, path: &str, recursive: bool)
+    -> Result<(), SandboxError>;
     async fn glob(&self, id: &SandboxId, pattern: &str) -> Result<Vec<String>, SandboxError>;
 }

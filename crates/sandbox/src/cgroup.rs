@@ -110,11 +110,17 @@ impl CgroupLayout {
 
     /// Builds the layout from the text of `/proc/self/mountinfo` and `/proc/self/cgroup`;
     /// `v2_controllers` reads a v2 cgroup's `cgroup.controllers`.
-    pub fn parse(mountinfo: &str, membership: &str, v2_controllers: impl Fn(&Path) -> Option<String>) -> Self {
+    pub fn parse(
+        mountinfo: &str,
+        membership: &str,
+        v2_controllers: impl Fn(&Path) -> Option<String>,
+    ) -> Self {
         let mut hierarchies: Vec<Hierarchy> = Vec::new();
         let mut unified: Option<PathBuf> = None;
         for line in mountinfo.lines() {
-            let Some((left, right)) = line.split_once(" - ") else { continue };
+            let Some((left, right)) = line.split_once(" - ") else {
+                continue;
+            };
             let fields: Vec<&str> = left.split(' ').collect();
             let sup: Vec<&str> = right.split(' ').collect();
             let (Some(root), Some(mount_point), Some(fstype), Some(options)) =
@@ -132,15 +138,23 @@ impl CgroupLayout {
                         continue;
                     }
                     let Some(path) = membership_path(membership, |list| {
-                        controllers.iter().all(|c| list.split(',').any(|n| n == c.name()))
+                        controllers
+                            .iter()
+                            .all(|c| list.split(',').any(|n| n == c.name()))
                     }) else {
                         continue;
                     };
-                    let Some(own_dir) = join_relative(mount_point, root, path) else { continue };
+                    let Some(own_dir) = join_relative(mount_point, root, path) else {
+                        continue;
+                    };
                     if hierarchies.iter().any(|h| h.own_dir == own_dir) {
                         continue;
                     }
-                    hierarchies.push(Hierarchy { version: Version::V1, own_dir, controllers });
+                    hierarchies.push(Hierarchy {
+                        version: Version::V1,
+                        own_dir,
+                        controllers,
+                    });
                 }
                 "cgroup2" => {
                     if let Some(path) = membership_path(membership, str::is_empty) {
@@ -152,14 +166,21 @@ impl CgroupLayout {
         }
         if let Some(own_dir) = unified {
             let available = v2_controllers(&own_dir).unwrap_or_default();
-            let taken: Vec<Controller> = hierarchies.iter().flat_map(|h| h.controllers.clone()).collect();
+            let taken: Vec<Controller> = hierarchies
+                .iter()
+                .flat_map(|h| h.controllers.clone())
+                .collect();
             let controllers: Vec<Controller> = Controller::ALL
                 .into_iter()
                 .filter(|c| !taken.contains(c))
                 .filter(|c| available.split_whitespace().any(|n| n == c.v2_name()))
                 .collect();
             if !controllers.is_empty() {
-                hierarchies.push(Hierarchy { version: Version::V2, own_dir, controllers });
+                hierarchies.push(Hierarchy {
+                    version: Version::V2,
+                    own_dir,
+                    controllers,
+                });
             }
         }
         Self { hierarchies }
@@ -167,7 +188,9 @@ impl CgroupLayout {
 
     /// The hierarchy serving `controller`, if any.
     pub fn hierarchy(&self, controller: Controller) -> Option<&Hierarchy> {
-        self.hierarchies.iter().find(|h| h.controllers.contains(&controller))
+        self.hierarchies
+            .iter()
+            .find(|h| h.controllers.contains(&controller))
     }
 
     /// Which controllers are missing, for reports.
@@ -218,7 +241,10 @@ impl CgroupRoot {
         for hierarchy in &layout.hierarchies {
             let base = hierarchy.own_dir.join(name);
             let result = fs::create_dir_all(&base)
-                .map_err(|source| CgroupError::Create { path: base.clone(), source })
+                .map_err(|source| CgroupError::Create {
+                    path: base.clone(),
+                    source,
+                })
                 .and_then(|()| match hierarchy.version {
                     Version::V1 => Ok(()),
                     Version::V2 => enable_v2_controllers(hierarchy, &base),
@@ -238,7 +264,10 @@ impl CgroupRoot {
 
     /// Controllers that sandboxes will get.
     pub fn controllers(&self) -> Vec<Controller> {
-        self.bases.iter().flat_map(|(h, _)| h.controllers.clone()).collect()
+        self.bases
+            .iter()
+            .flat_map(|(h, _)| h.controllers.clone())
+            .collect()
     }
 
     /// Creates the cgroups of one sandbox and writes its limits.
@@ -254,7 +283,9 @@ impl CgroupRoot {
                     return Err(CgroupError::Create { path: dir, source });
                 }
             }
-            cgroup.dirs.push((hierarchy.version, hierarchy.controllers.clone(), dir));
+            cgroup
+                .dirs
+                .push((hierarchy.version, hierarchy.controllers.clone(), dir));
         }
         if let Err(err) = cgroup.apply(limits) {
             let _ = cgroup.remove();
@@ -294,17 +325,20 @@ impl CgroupRoot {
 
 fn enable_v2_controllers(hierarchy: &Hierarchy, base: &Path) -> Result<(), CgroupError> {
     let wanted: Vec<&str> = hierarchy.controllers.iter().map(|c| c.v2_name()).collect();
-    let mut value = String::new();
-    for name in &wanted {
-        if !value.contains(name) {
-            value.push_str(&format!("+{name} "));
-        }
-    }
-    let value = value.trim_end().to_owned();
+    let mut names: Vec<&str> = wanted.clone();
+    names.dedup();
+    let value = names
+        .iter()
+        .map(|name| format!("+{name}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     for dir in [&hierarchy.own_dir, &base.to_path_buf()] {
         let path = dir.join("cgroup.subtree_control");
         let current = fs::read_to_string(&path).unwrap_or_default();
-        if wanted.iter().all(|w| current.split_whitespace().any(|c| c == *w)) {
+        if wanted
+            .iter()
+            .all(|w| current.split_whitespace().any(|c| c == *w))
+        {
             continue;
         }
         write_file(&path, &value)?;
@@ -365,15 +399,19 @@ impl SandboxCgroup {
 
     /// The `cgroup.procs` files a process is written to so that it joins every cgroup.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        self.dirs.iter().map(|(_, _, dir)| dir.join("cgroup.procs")).collect()
+        self.dirs
+            .iter()
+            .map(|(_, _, dir)| dir.join("cgroup.procs"))
+            .collect()
     }
 
     /// The file whose `oom_kill` counter says how often the OOM killer struck.
     pub fn oom_events_file(&self) -> Option<PathBuf> {
-        self.dir(Controller::Memory).map(|(version, dir)| match version {
-            Version::V1 => dir.join("memory.oom_control"),
-            Version::V2 => dir.join("memory.events"),
-        })
+        self.dir(Controller::Memory)
+            .map(|(version, dir)| match version {
+                Version::V1 => dir.join("memory.oom_control"),
+                Version::V2 => dir.join("memory.events"),
+            })
     }
 
     /// Reads current usage.
@@ -381,13 +419,20 @@ impl SandboxCgroup {
         let mut stats = SandboxStats::default();
         if let Some((version, dir)) = self.dir(Controller::Memory) {
             let (current, peak, limit) = match version {
-                Version::V1 => ("memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.limit_in_bytes"),
+                Version::V1 => (
+                    "memory.usage_in_bytes",
+                    "memory.max_usage_in_bytes",
+                    "memory.limit_in_bytes",
+                ),
                 Version::V2 => ("memory.current", "memory.peak", "memory.max"),
             };
             stats.memory_bytes = read_number(&dir.join(current));
             stats.memory_peak_bytes = read_number(&dir.join(peak));
             stats.memory_limit_bytes = read_number(&dir.join(limit));
-            stats.oom_kills = self.oom_events_file().and_then(|p| fs::read_to_string(p).ok()).and_then(|t| oom_kill_count(&t));
+            stats.oom_kills = self
+                .oom_events_file()
+                .and_then(|p| fs::read_to_string(p).ok())
+                .and_then(|t| oom_kill_count(&t));
         }
         if let Some((_, dir)) = self.dir(Controller::Pids) {
             stats.pids = read_number(&dir.join("pids.current"));
@@ -396,12 +441,14 @@ impl SandboxCgroup {
         if let Some((version, dir)) = self.dir(Controller::Cpuacct) {
             stats.cpu_usage_ns = match version {
                 Version::V1 => read_number(&dir.join("cpuacct.usage")),
-                Version::V2 => fs::read_to_string(dir.join("cpu.stat")).ok().and_then(|text| {
-                    text.lines()
-                        .find_map(|l| l.strip_prefix("usage_usec "))
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(|us| us * 1000)
-                }),
+                Version::V2 => fs::read_to_string(dir.join("cpu.stat"))
+                    .ok()
+                    .and_then(|text| {
+                        text.lines()
+                            .find_map(|l| l.strip_prefix("usage_usec "))
+                            .and_then(|v| v.trim().parse::<u64>().ok())
+                            .map(|us| us * 1000)
+                    }),
             };
         }
         stats
@@ -422,7 +469,10 @@ impl SandboxCgroup {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     Err(source) => {
-                        first_error.get_or_insert(CgroupError::Remove { path: dir.clone(), source });
+                        first_error.get_or_insert(CgroupError::Remove {
+                            path: dir.clone(),
+                            source,
+                        });
                         break;
                     }
                 }
@@ -457,10 +507,14 @@ fn write_file(path: &Path, value: &str) -> Result<(), CgroupError> {
 }
 
 fn names(controllers: &[Controller]) -> String {
-    controllers.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
+    controllers
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
@@ -495,17 +549,30 @@ mod tests {
 
     #[test]
     fn hybrid_v1_layout_is_found_under_the_process_cgroup() {
-        let layout = CgroupLayout::parse(HYBRID_MOUNTINFO, HYBRID_CGROUP, |_| Some("hugetlb".into()));
+        let layout =
+            CgroupLayout::parse(HYBRID_MOUNTINFO, HYBRID_CGROUP, |_| Some("hugetlb".into()));
         let want = CgroupLayout {
             hierarchies: vec![
-                Hierarchy { version: Version::V1, own_dir: "/sys/fs/cgroup/cpu".into(), controllers: vec![Controller::Cpu] },
-                Hierarchy { version: Version::V1, own_dir: "/sys/fs/cgroup/cpuacct".into(), controllers: vec![Controller::Cpuacct] },
+                Hierarchy {
+                    version: Version::V1,
+                    own_dir: "/sys/fs/cgroup/cpu".into(),
+                    controllers: vec![Controller::Cpu],
+                },
+                Hierarchy {
+                    version: Version::V1,
+                    own_dir: "/sys/fs/cgroup/cpuacct".into(),
+                    controllers: vec![Controller::Cpuacct],
+                },
                 Hierarchy {
                     version: Version::V1,
                     own_dir: "/sys/fs/cgroup/memory/process_api/abc".into(),
                     controllers: vec![Controller::Memory],
                 },
-                Hierarchy { version: Version::V1, own_dir: "/sys/fs/cgroup/pids".into(), controllers: vec![Controller::Pids] },
+                Hierarchy {
+                    version: Version::V1,
+                    own_dir: "/sys/fs/cgroup/pids".into(),
+                    controllers: vec![Controller::Pids],
+                },
             ],
         };
         assert_eq!(layout, want);
@@ -531,7 +598,8 @@ mod tests {
 
     #[test]
     fn co_mounted_v1_controllers_share_one_hierarchy() {
-        let mountinfo = "31 30 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
+        let mountinfo =
+            "31 30 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
         let layout = CgroupLayout::parse(mountinfo, "3:cpu,cpuacct:/docker/x\n", |_| None);
         assert_eq!(
             layout.hierarchies,
@@ -551,23 +619,44 @@ mod tests {
         std::fs::create_dir_all(&own).unwrap();
         std::fs::write(own.join("cgroup.subtree_control"), "").unwrap();
         let layout = CgroupLayout {
-            hierarchies: vec![Hierarchy { version: Version::V2, own_dir: own.clone(), controllers: Controller::ALL.to_vec() }],
+            hierarchies: vec![Hierarchy {
+                version: Version::V2,
+                own_dir: own.clone(),
+                controllers: Controller::ALL.to_vec(),
+            }],
         };
         let (cgroups, notes) = CgroupRoot::prepare(&layout, "forge");
         assert_eq!(notes, Vec::<String>::new());
-        assert_eq!(std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(), "+memory +pids +cpu");
-        let limits = Limits { memory_bytes: 64 << 20, pids: 32, cpu_millis: 1500, ..Limits::default() };
+        assert_eq!(
+            std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(),
+            "+memory +pids +cpu"
+        );
+        let limits = Limits {
+            memory_bytes: 64 << 20,
+            pids: 32,
+            cpu_millis: 1500,
+            ..Limits::default()
+        };
         let sandbox = cgroups.create("sb-00000001", &limits).unwrap();
         let dir = own.join("forge/sb-00000001");
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
-        assert_eq!((read("memory.max"), read("pids.max"), read("cpu.max")), ("67108864".into(), "32".into(), "150000 100000".into()));
+        assert_eq!(
+            (read("memory.max"), read("pids.max"), read("cpu.max")),
+            ("67108864".into(), "32".into(), "150000 100000".into())
+        );
         assert_eq!(sandbox.oom_events_file(), Some(dir.join("memory.events")));
     }
 
     #[test]
     fn oom_counters_parse() {
-        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"), Some(3));
-        assert_eq!(oom_kill_count("low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\n"), Some(1));
+        assert_eq!(
+            oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"),
+            Some(3)
+        );
+        assert_eq!(
+            oom_kill_count("low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\n"),
+            Some(1)
+        );
         assert_eq!(oom_kill_count("under_oom 0\n"), None);
     }
 }

@@ -27,7 +27,12 @@ impl Connection {
         let stream = UnixStream::connect(path).await?;
         let (reader, writer) = stream.into_split();
         let mut connection = Self { reader, writer };
-        match connection.call(&Request::Hello { version: PROTOCOL_VERSION }).await? {
+        match connection
+            .call(&Request::Hello {
+                version: PROTOCOL_VERSION,
+            })
+            .await?
+        {
             Response::Hello { .. } => Ok(connection),
             _ => Err(FrameError::Closed),
         }
@@ -38,7 +43,9 @@ impl Connection {
     }
 
     pub(crate) async fn receive(&mut self) -> Result<Response, FrameError> {
-        proto::read_frame(&mut self.reader).await?.ok_or(FrameError::Closed)
+        proto::read_frame(&mut self.reader)
+            .await?
+            .ok_or(FrameError::Closed)
     }
 
     pub(crate) async fn call(&mut self, request: &Request) -> Result<Response, FrameError> {
@@ -56,7 +63,10 @@ pub(crate) struct AgentClient {
 
 impl AgentClient {
     pub(crate) fn new(path: PathBuf) -> Self {
-        Self { path, idle: Mutex::new(Vec::new()) }
+        Self {
+            path,
+            idle: Mutex::new(Vec::new()),
+        }
     }
 
     /// A new connection, for a stream that will own it.

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use rustix::net::{
-    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
-    SendFlags, SocketFlags, SocketType,
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 use serde::{Deserialize, Serialize};
 
@@ -28,8 +28,8 @@ use crate::sys;
 /// The hidden argument that turns the Forge binary into the helper.
 pub const HELPER_ARG: &str = "__init";
 
-/// Largest message on the helper socket.
-const MAX_MESSAGE: usize = 1 << 20;
+/// Largest message on the helper socket (a spawn plan is a few KiB).
+const MAX_MESSAGE: usize = 256 << 10;
 
 #[derive(Debug, Serialize, Deserialize)]
 enum HelperRequest {
@@ -39,8 +39,13 @@ enum HelperRequest {
 #[derive(Debug, Serialize, Deserialize)]
 enum HelperResponse {
     /// Followed (as ancillary data) by the child's pidfd and the read end of its ready pipe.
-    Spawned { pid: i32, notes: Vec<String> },
-    Failed { message: String },
+    Spawned {
+        pid: i32,
+        notes: Vec<String>,
+    },
+    Failed {
+        message: String,
+    },
 }
 
 /// Runs the helper if this process was started as one (`<binary> __init`), and never
@@ -59,16 +64,19 @@ fn helper_main() -> ! {
         Ok(fd) => fd,
         Err(_) => sys::exit_immediately(64),
     };
-    if let Ok(null) = rustix::fs::open(c"/dev/null", rustix::fs::OFlags::RDWR, rustix::fs::Mode::empty()) {
+    if let Ok(null) = rustix::fs::open(
+        c"/dev/null",
+        rustix::fs::OFlags::RDWR,
+        rustix::fs::Mode::empty(),
+    ) {
         let _ = rustix::stdio::dup2_stdin(&null);
         let _ = rustix::stdio::dup2_stdout(&null);
     }
     if sys::auto_reap_children().is_err() {
         sys::exit_immediately(65);
     }
-    let programs = match crate::seccomp::compile() {
-        Ok(programs) => programs,
-        Err(_) => sys::exit_immediately(66),
+    let Ok(seccomp) = crate::seccomp::compile() else {
+        sys::exit_immediately(66)
     };
     loop {
         let request: HelperRequest = match receive(&socket) {
@@ -76,10 +84,13 @@ fn helper_main() -> ! {
             Ok(None) | Err(_) => sys::exit_immediately(0),
         };
         let HelperRequest::Spawn(plan) = request;
-        let sent = match spawn_sandbox(*plan, &programs) {
+        let sent = match spawn_sandbox(*plan, &seccomp) {
             Ok(spawned) => send(
                 &socket,
-                &HelperResponse::Spawned { pid: spawned.pid, notes: spawned.notes },
+                &HelperResponse::Spawned {
+                    pid: spawned.pid,
+                    notes: spawned.notes,
+                },
                 &[spawned.pidfd.as_fd(), spawned.ready.as_fd()],
             ),
             Err(message) => send(&socket, &HelperResponse::Failed { message }, &[]),
@@ -98,21 +109,29 @@ struct Forked {
 }
 
 /// Forks the init of one sandbox and prepares it from the outside.
-fn spawn_sandbox(plan: SpawnPlan, programs: &[seccompiler::BpfProgram]) -> Result<Forked, String> {
+fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<Forked, String> {
     fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
         move |err| format!("{what}: {err}")
     }
-    let (release_r, release_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
-    let (ready_r, ready_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
+    let (release_r, release_w) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
+    let (ready_r, ready_w) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
     let idmap = plan.workspace.is_some() && !plan.unprivileged;
     let (channel_parent, channel_child) = if idmap {
-        let (a, b) = rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
-            .map_err(os("socketpair"))?;
+        let (a, b) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(os("socketpair"))?;
         (Some(a), Some(b))
     } else {
         (None, None)
     };
-    let child = sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
+    let child =
+        sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
     let Some(pid) = child else {
         // The child: keep only what the init needs, then become it.
         let mut keep = vec![release_r.as_raw_fd(), ready_w.as_raw_fd()];
@@ -120,19 +139,36 @@ fn spawn_sandbox(plan: SpawnPlan, programs: &[seccompiler::BpfProgram]) -> Resul
         if sys::close_descriptors_except(&keep).is_err() {
             sys::exit_immediately(1);
         }
-        if let Ok(null) = rustix::fs::open(c"/dev/null", rustix::fs::OFlags::RDWR, rustix::fs::Mode::empty()) {
+        if let Ok(null) = rustix::fs::open(
+            c"/dev/null",
+            rustix::fs::OFlags::RDWR,
+            rustix::fs::Mode::empty(),
+        ) {
             let _ = rustix::stdio::dup2_stdin(&null);
             let _ = rustix::stdio::dup2_stdout(&null);
             let _ = rustix::stdio::dup2_stderr(&null);
         }
-        init::run(Boot { plan, release: release_r, ready: ready_w, workspace_channel: channel_child }, programs);
+        init::run(
+            Boot {
+                plan,
+                release: release_r,
+                ready: ready_w,
+                workspace_channel: channel_child,
+            },
+            seccomp,
+        );
     };
     drop((release_r, ready_w, channel_child));
     let prepared = prepare_child(pid, &plan, channel_parent.as_ref());
     match prepared {
         Ok((pidfd, notes)) => {
             rustix::io::write(&release_w, b"1").map_err(os("release the init"))?;
-            Ok(Forked { pid, pidfd, ready: ready_r, notes })
+            Ok(Forked {
+                pid,
+                pidfd,
+                ready: ready_r,
+                notes,
+            })
         }
         Err(message) => {
             if let Some(pid) = rustix::process::Pid::from_raw(pid) {
@@ -143,15 +179,19 @@ fn spawn_sandbox(plan: SpawnPlan, programs: &[seccompiler::BpfProgram]) -> Resul
     }
 }
 
-/// Writes the child's id maps, moves it into its cgroups, shields it from the OOM killer and
-/// makes its idmapped workspace.
-fn prepare_child(pid: i32, plan: &SpawnPlan, channel: Option<&OwnedFd>) -> Result<(OwnedFd, Vec<String>), String> {
+/// Writes the child's id maps, moves it into its cgroups and makes its idmapped workspace.
+fn prepare_child(
+    pid: i32,
+    plan: &SpawnPlan,
+    channel: Option<&OwnedFd>,
+) -> Result<(OwnedFd, Vec<String>), String> {
     let raw = rustix::process::Pid::from_raw(pid).ok_or_else(|| format!("invalid pid {pid}"))?;
     let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
         .map_err(|e| format!("pidfd_open({pid}): {e}"))?;
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let write = |name: &str, value: &str| {
-        std::fs::write(proc_dir.join(name), value).map_err(|e| format!("write {value:?} to /proc/{pid}/{name}: {e}"))
+        std::fs::write(proc_dir.join(name), value)
+            .map_err(|e| format!("write {value:?} to /proc/{pid}/{name}: {e}"))
     };
     if plan.unprivileged {
         write("setgroups", "deny")?;
@@ -160,12 +200,8 @@ fn prepare_child(pid: i32, plan: &SpawnPlan, channel: Option<&OwnedFd>) -> Resul
     write("gid_map", &plan.gid_map.map_line())?;
     let mut notes = Vec::new();
     for procs in &plan.cgroup_procs {
-        std::fs::write(procs, pid.to_string()).map_err(|e| format!("join cgroup {}: {e}", procs.display()))?;
-    }
-    // Lowering an OOM score needs CAP_SYS_RESOURCE, which some hosts withhold even from
-    // root (the backend reports that once); the init is tiny and rarely chosen anyway.
-    if !plan.unprivileged {
-        let _ = write("oom_score_adj", "-1000");
+        std::fs::write(procs, pid.to_string())
+            .map_err(|e| format!("join cgroup {}: {e}", procs.display()))?;
     }
     if let (Some(channel), Some(workspace)) = (channel, &plan.workspace) {
         match idmapped_tree(workspace, &proc_dir.join("ns/user")) {
@@ -185,9 +221,15 @@ fn idmapped_tree(dir: &Path, userns: &Path) -> io::Result<OwnedFd> {
     let tree = rustix::mount::open_tree(
         rustix::fs::CWD,
         dir,
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_RECURSIVE,
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_RECURSIVE,
     )?;
-    let ns = rustix::fs::open(userns, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())?;
+    let ns = rustix::fs::open(
+        userns,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
     sys::idmap_mount(tree.as_fd(), ns.as_fd())?;
     Ok(tree)
 }
@@ -197,7 +239,12 @@ fn send_fd(channel: &OwnedFd, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> 
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     control.push(SendAncillaryMessage::ScmRights(&fds));
-    rustix::net::sendmsg(channel, &[IoSlice::new(b"w")], &mut control, SendFlags::empty())?;
+    rustix::net::sendmsg(
+        channel,
+        &[IoSlice::new(b"w")],
+        &mut control,
+        SendFlags::empty(),
+    )?;
     Ok(())
 }
 
@@ -207,7 +254,13 @@ pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
     let mut control = RecvAncillaryBuffer::new(&mut space);
     // The helper sends the mount before it releases the child, or nothing at all (then it
     // has closed its end by the time the child reads).
-    rustix::net::recvmsg(channel, &mut [IoSliceMut::new(&mut byte)], &mut control, RecvFlags::DONTWAIT).ok()?;
+    rustix::net::recvmsg(
+        channel,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::DONTWAIT,
+    )
+    .ok()?;
     control.drain().find_map(|message| match message {
         RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
         _ => None,
@@ -215,23 +268,39 @@ pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
 }
 
 /// Sends one message with optional descriptors.
-fn send<T: Serialize>(socket: &OwnedFd, message: &T, fds: &[rustix::fd::BorrowedFd<'_>]) -> io::Result<()> {
+fn send<T: Serialize>(
+    socket: &OwnedFd,
+    message: &T,
+    fds: &[rustix::fd::BorrowedFd<'_>],
+) -> io::Result<()> {
     let body = rmp_serde::to_vec_named(message).map_err(io::Error::other)?;
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !fds.is_empty() {
         control.push(SendAncillaryMessage::ScmRights(fds));
     }
-    rustix::net::sendmsg(socket, &[IoSlice::new(&body)], &mut control, SendFlags::empty())?;
+    rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(&body)],
+        &mut control,
+        SendFlags::empty(),
+    )?;
     Ok(())
 }
 
 /// Receives one message and the descriptors that came with it; `None` when the peer closed.
-fn receive<T: for<'de> Deserialize<'de>>(socket: &OwnedFd) -> io::Result<Option<(T, Vec<OwnedFd>)>> {
+fn receive<T: for<'de> Deserialize<'de>>(
+    socket: &OwnedFd,
+) -> io::Result<Option<(T, Vec<OwnedFd>)>> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let received = rustix::net::recvmsg(socket, &mut [IoSliceMut::new(&mut buf)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    let received = rustix::net::recvmsg(
+        socket,
+        &mut [IoSliceMut::new(&mut buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
     let fds: Vec<OwnedFd> = control
         .drain()
         .flat_map(|message| match message {
@@ -256,7 +325,10 @@ pub struct HelperCommand {
 impl Default for HelperCommand {
     /// The running binary itself, which must call [`run_if_helper`] at the top of `main`.
     fn default() -> Self {
-        Self { program: PathBuf::from("/proc/self/exe"), args: Vec::new() }
+        Self {
+            program: PathBuf::from("/proc/self/exe"),
+            args: Vec::new(),
+        }
     }
 }
 
@@ -278,8 +350,16 @@ pub(crate) struct Helper {
 
 impl Helper {
     pub(crate) fn start(command: &HelperCommand) -> io::Result<Self> {
-        let (ours, theirs) = rustix::net::socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)?;
-        #[expect(clippy::disallowed_methods, reason = "starts Forge's own helper binary, not user code")]
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "starts Forge's own helper binary, not user code"
+        )]
         let mut process = std::process::Command::new(&command.program);
         let child = process
             .args(&command.args)
@@ -288,7 +368,10 @@ impl Helper {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()?;
-        Ok(Self { socket: ours, child })
+        Ok(Self {
+            socket: ours,
+            child,
+        })
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -297,16 +380,32 @@ impl Helper {
 
     /// Asks the helper for a sandbox init. Blocking; call from a blocking context.
     pub(crate) fn spawn(&self, plan: &SpawnPlan) -> Result<Spawned, HelperError> {
-        send(&self.socket, &HelperRequest::Spawn(Box::new(plan.clone())), &[]).map_err(HelperError::Io)?;
-        let Some((response, fds)) = receive::<HelperResponse>(&self.socket).map_err(HelperError::Io)? else {
-            return Err(HelperError::Io(io::Error::from(io::ErrorKind::UnexpectedEof)));
+        send(
+            &self.socket,
+            &HelperRequest::Spawn(Box::new(plan.clone())),
+            &[],
+        )
+        .map_err(HelperError::Io)?;
+        let Some((response, fds)) =
+            receive::<HelperResponse>(&self.socket).map_err(HelperError::Io)?
+        else {
+            return Err(HelperError::Io(io::Error::from(
+                io::ErrorKind::UnexpectedEof,
+            )));
         };
         match response {
             HelperResponse::Spawned { pid, notes } => {
                 let mut fds = fds.into_iter();
                 match (fds.next(), fds.next()) {
-                    (Some(pidfd), Some(ready)) => Ok(Spawned { pid, pidfd, ready, notes }),
-                    _ => Err(HelperError::Io(io::Error::other("the helper sent no descriptors"))),
+                    (Some(pidfd), Some(ready)) => Ok(Spawned {
+                        pid,
+                        pidfd,
+                        ready,
+                        notes,
+                    }),
+                    _ => Err(HelperError::Io(io::Error::other(
+                        "the helper sent no descriptors",
+                    ))),
                 }
             }
             HelperResponse::Failed { message } => Err(HelperError::Failed(message)),

@@ -58,9 +58,11 @@ impl HostReport {
                 )
             },
         });
-        let max_userns = read_trimmed("/proc/sys/user/max_user_namespaces").and_then(|v| v.parse::<u64>().ok());
+        let max_userns =
+            read_trimmed("/proc/sys/user/max_user_namespaces").and_then(|v| v.parse::<u64>().ok());
         let unprivileged_clone = read_trimmed("/proc/sys/kernel/unprivileged_userns_clone");
-        let userns_ok = max_userns.unwrap_or(1) > 0 && (root || unprivileged_clone.as_deref() != Some("0"));
+        let userns_ok =
+            max_userns.unwrap_or(1) > 0 && (root || unprivileged_clone.as_deref() != Some("0"));
         checks.push(Check {
             name: "namespaces",
             ok: userns_ok && Path::new("/proc/self/ns/cgroup").exists(),
@@ -78,13 +80,19 @@ impl HostReport {
         checks.push(Check {
             name: "seccomp",
             ok: seccomp.is_some(),
-            detail: seccomp.map_or_else(|| "not available".to_owned(), |a| format!("filter actions: {a}")),
+            detail: seccomp.map_or_else(
+                || "not available".to_owned(),
+                |a| format!("filter actions: {a}"),
+            ),
         });
         let landlock = crate::sys::landlock_abi();
         checks.push(Check {
             name: "landlock",
             ok: landlock.is_some(),
-            detail: landlock.map_or_else(|| "not available (writes confined by permissions only)".to_owned(), |abi| format!("ABI {abi}")),
+            detail: landlock.map_or_else(
+                || "not available (writes confined by permissions only)".to_owned(),
+                |abi| format!("ABI {abi}"),
+            ),
         });
         let layout = CgroupLayout::detect().unwrap_or_default();
         let mut parts: Vec<String> = layout
@@ -104,10 +112,20 @@ impl HostReport {
             .collect();
         let missing = layout.missing();
         if !missing.is_empty() {
-            parts.push(format!("missing: {}", missing.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")));
+            parts.push(format!(
+                "missing: {}",
+                missing
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
         }
         let versions: Vec<Version> = layout.hierarchies.iter().map(|h| h.version).collect();
-        let kind = match (versions.contains(&Version::V1), versions.contains(&Version::V2)) {
+        let kind = match (
+            versions.contains(&Version::V1),
+            versions.contains(&Version::V2),
+        ) {
             (true, true) => "hybrid",
             (true, false) => "v1",
             (false, true) => "v2",
@@ -118,11 +136,16 @@ impl HostReport {
             ok: missing.is_empty(),
             detail: format!("{kind}: {}", parts.join("; ")),
         });
-        let overlay = read_trimmed("/proc/filesystems").is_some_and(|t| t.lines().any(|l| l.ends_with("\toverlay")));
+        let overlay = read_trimmed("/proc/filesystems")
+            .is_some_and(|t| t.lines().any(|l| l.ends_with("\toverlay")));
         checks.push(Check {
             name: "overlayfs",
             ok: overlay,
-            detail: if overlay { "available (mounted from inside user namespaces)".to_owned() } else { "not available".to_owned() },
+            detail: if overlay {
+                "available (mounted from inside user namespaces)".to_owned()
+            } else {
+                "not available".to_owned()
+            },
         });
         let kvm = kvm();
         checks.push(Check {
@@ -143,7 +166,13 @@ impl HostReport {
 impl fmt::Display for HostReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for check in &self.checks {
-            writeln!(f, "{} {:<11} {}", if check.ok { "✓" } else { "✗" }, check.name, check.detail)?;
+            writeln!(
+                f,
+                "{} {:<11} {}",
+                if check.ok { "✓" } else { "✗" },
+                check.name,
+                check.detail
+            )?;
         }
         Ok(())
     }
@@ -154,7 +183,10 @@ fn kvm() -> Kvm {
         return Kvm::Absent;
     }
     let cpuinfo = read_trimmed("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap_or_default();
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default();
     if flags.split_whitespace().any(|f| f == "vmx") {
         Kvm::Hardware("Intel VT-x")
     } else if flags.split_whitespace().any(|f| f == "svm") {
@@ -165,5 +197,7 @@ fn kvm() -> Kvm {
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
 }

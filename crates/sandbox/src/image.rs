@@ -10,35 +10,95 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
-use fs_err as fs;
 use forge_types::sandbox::HOST_IMAGE;
+use fs_err as fs;
 
 use crate::plan::ReadOnlyBind;
 
 /// Bumped when the skeleton's contents change, so old skeletons are rebuilt.
-const SKELETON_VERSION: &str = "forge-host-skeleton-2";
+const SKELETON_VERSION: &str = "forge-host-skeleton-3";
 
-/// Top-level directories of every sandbox root, with their modes. All are searchable by
-/// everyone: the overlay looks names up in the lower layer with the sandbox root's
-/// credentials, which the host's root owns; the upper layer carries the modes a sandbox
-/// sees for the directories it may write (`/root` is 0700 there).
-const SKELETON_DIRS: [(&str, u32); 15] = [
+/// Top-level directories every sandbox root has that it never writes to, with their modes.
+/// The writable ones (`/workspace`, `/root`, `/tmp`, …) come from each sandbox's own upper
+/// layer, owned by its root.
+const SKELETON_DIRS: [(&str, u32); 8] = [
     ("usr", 0o755),
     ("etc", 0o755),
     ("proc", 0o555),
     ("sys", 0o555),
     ("dev", 0o755),
-    ("tmp", 0o1777),
-    ("workspace", 0o755),
-    ("root", 0o755),
-    ("home", 0o755),
-    ("var", 0o755),
-    ("var/tmp", 0o1777),
-    ("run", 0o755),
     ("mnt", 0o755),
     ("opt", 0o755),
     ("srv", 0o755),
 ];
+
+/// Device nodes of a sandbox's `/dev`: name, major, minor.
+pub(crate) const DEVICES: [(&str, u32, u32); 6] = [
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+/// Symlinks of a sandbox's `/dev`.
+pub(crate) const DEV_SYMLINKS: [(&str, &str); 5] = [
+    ("ptmx", "pts/ptmx"),
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+];
+
+/// Prepares a `/dev` for sandboxes to mount read-only: the six device nodes, mount points
+/// for `pts` and `shm`, and the usual symlinks. One bind mount replaces a tmpfs and six
+/// device binds per sandbox. Needs root (for `mknod`) and a data directory whose file
+/// system allows device nodes; `None` otherwise, and sandboxes assemble `/dev` themselves.
+pub(crate) fn prepare_dev(dir: &Path) -> Option<PathBuf> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let allows_devices = rustix::fs::statvfs(dir)
+        .is_ok_and(|s| !s.f_flag.contains(rustix::fs::StatVfsMountFlags::NODEV));
+    if !allows_devices {
+        return None;
+    }
+    let dev = dir.join("dev");
+    if dev.join("tty").exists() {
+        return Some(dev);
+    }
+    let staging = dir.join(format!("dev.{}", std::process::id()));
+    let build = || -> io::Result<()> {
+        let _ = fs::remove_dir_all(&staging);
+        fs::create_dir(&staging)?;
+        fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o755))?;
+        for (name, major, minor) in DEVICES {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &staging.join(name),
+                rustix::fs::FileType::CharacterDevice,
+                rustix::fs::Mode::from_raw_mode(0o666),
+                rustix::fs::makedev(major, minor),
+            )?;
+            fs::set_permissions(staging.join(name), std::fs::Permissions::from_mode(0o666))?;
+        }
+        fs::create_dir(staging.join("pts"))?;
+        fs::create_dir(staging.join("shm"))?;
+        for (link, target) in DEV_SYMLINKS {
+            symlink(target, staging.join(link))?;
+        }
+        fs::rename(&staging, &dev)
+    };
+    match build() {
+        Ok(()) => Some(dev),
+        Err(err) => {
+            tracing::debug!(error = %err, "cannot prepare a /dev template; sandboxes build their own");
+            let _ = fs::remove_dir_all(&staging);
+            None
+        }
+    }
+}
 
 /// Host directories that are either symlinks into `/usr` (merged-`/usr` systems) or real
 /// directories to mount.
@@ -75,7 +135,12 @@ impl Images {
             fs::rename(&staging, &skeleton)?;
             fs::write(&marker, SKELETON_VERSION)?;
         }
-        Ok(Self { host: RootFs { lower: vec![skeleton], binds: host_binds(Path::new("/")) } })
+        Ok(Self {
+            host: RootFs {
+                lower: vec![skeleton],
+                binds: host_binds(Path::new("/")),
+            },
+        })
     }
 
     /// The root file system of `name`, or `None` for an image that is not installed.
@@ -85,7 +150,9 @@ impl Images {
 
     /// Names of the installed images, for error messages.
     pub(crate) fn names(&self) -> Vec<String> {
-        vec![HOST_IMAGE.to_owned()]
+        let mut names = vec![HOST_IMAGE.to_owned()];
+        names.retain(|name| self.resolve(name).is_some());
+        names
     }
 }
 
@@ -95,9 +162,16 @@ fn build_skeleton(skeleton: &Path, host_root: &Path) -> io::Result<()> {
     fs::set_permissions(skeleton, std::fs::Permissions::from_mode(0o755))?;
     for (dir, mode) in SKELETON_DIRS {
         let path = skeleton.join(dir);
-        std::fs::DirBuilder::new().mode(mode).create(&path).or_else(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists { Ok(()) } else { Err(e) }
-        })?;
+        std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(&path)
+            .or_else(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
         fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
     }
     for name in SYSTEM_DIRS {
@@ -115,13 +189,19 @@ fn build_skeleton(skeleton: &Path, host_root: &Path) -> io::Result<()> {
 fn host_binds(host_root: &Path) -> Vec<ReadOnlyBind> {
     let mut binds: Vec<ReadOnlyBind> = ["usr", "etc"]
         .into_iter()
-        .map(|dir| ReadOnlyBind { source: host_root.join(dir), target: format!("/{dir}") })
+        .map(|dir| ReadOnlyBind {
+            source: host_root.join(dir),
+            target: format!("/{dir}"),
+        })
         .collect();
     for name in SYSTEM_DIRS {
         let host = host_root.join(name);
         let is_link = std::fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink());
         if !is_link && host.is_dir() {
-            binds.push(ReadOnlyBind { source: host, target: format!("/{name}") });
+            binds.push(ReadOnlyBind {
+                source: host,
+                target: format!("/{name}"),
+            });
         }
     }
     binds
@@ -142,12 +222,22 @@ mod tests {
         symlink("usr/lib", host.path().join("lib")).unwrap();
         let skeleton = host.path().join("skeleton");
         build_skeleton(&skeleton, host.path()).unwrap();
-        assert_eq!(std::fs::read_link(skeleton.join("bin")).unwrap(), PathBuf::from("usr/bin"));
+        assert_eq!(
+            std::fs::read_link(skeleton.join("bin")).unwrap(),
+            PathBuf::from("usr/bin")
+        );
         assert!(skeleton.join("lib64").is_dir());
         assert!(!skeleton.join("sbin").exists());
-        let targets: Vec<String> = host_binds(host.path()).into_iter().map(|b| b.target).collect();
+        let targets: Vec<String> = host_binds(host.path())
+            .into_iter()
+            .map(|b| b.target)
+            .collect();
         assert_eq!(targets, ["/usr", "/etc", "/lib64"]);
-        let mode = std::fs::metadata(skeleton.join("tmp")).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, 0o1777);
+        let mode = std::fs::metadata(skeleton.join("proc"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777;
+        assert_eq!(mode, 0o555);
     }
 }

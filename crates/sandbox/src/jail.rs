@@ -16,8 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use forge_types::{
-    ExecEvent, ExecRequest, ExecResult, FileInfo, NetworkMode, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec,
-    ProcessState, PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats,
+    ExecEvent, ExecRequest, ExecResult, FileInfo, NetworkMode, ProcessId, ProcessInfo,
+    ProcessOutput, ProcessSpec, ProcessState, PtySize, SandboxId, SandboxInfo, SandboxSpec,
+    SandboxStats,
 };
 use fs_err as fs;
 use futures::StreamExt;
@@ -38,7 +39,15 @@ const IDS_PER_SANDBOX: u32 = 65_536;
 const MAX_SLOTS: u32 = 16_384;
 
 /// Paths inside a sandbox that its processes may write to.
-pub const WRITABLE_PATHS: [&str; 7] = ["/workspace", "/tmp", "/var/tmp", "/root", "/home", "/run", "/dev/shm"];
+pub const WRITABLE_PATHS: [&str; 7] = [
+    "/workspace",
+    "/tmp",
+    "/var/tmp",
+    "/root",
+    "/home",
+    "/run",
+    "/dev/shm",
+];
 
 /// Longest Unix socket path the kernel accepts (`sun_path` minus the NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -89,14 +98,76 @@ struct Inner {
     sandboxes_dir: PathBuf,
     privileged: bool,
     images: Images,
+    dev_template: Option<PathBuf>,
     cgroups: CgroupRoot,
     /// Limits this host cannot enforce; copied into every sandbox's `degraded`.
     host_notes: Vec<String>,
-    /// Other things worth knowing about this host, for `forge doctor`.
-    info_notes: Vec<String>,
     helper: Mutex<Option<Helper>>,
     sandboxes: RwLock<HashMap<SandboxId, Arc<Sandbox>>>,
     slots: Mutex<BTreeSet<u32>>,
+    /// Where destroyed sandboxes' directories wait for the janitor.
+    trash_dir: PathBuf,
+    janitor: Arc<Janitor>,
+}
+
+/// Removes what destroyed sandboxes leave behind (their directory, their cgroups) in the
+/// background, and remembers what it could not remove.
+#[derive(Debug, Default)]
+struct Janitor {
+    pending: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+    failures: Mutex<Vec<String>>,
+}
+
+impl Janitor {
+    fn collect(self: &Arc<Self>, id: SandboxId, dir: PathBuf, cgroup: Option<SandboxCgroup>) {
+        use std::sync::atomic::Ordering;
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let janitor = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut failures = Vec::new();
+            if let Some(cgroup) = &cgroup {
+                kill_cgroup_members(cgroup);
+                if let Err(err) = cgroup.remove() {
+                    failures.push(format!(
+                        "sandbox {id}: {}",
+                        crate::cgroup::error_chain(&err)
+                    ));
+                }
+            }
+            if let Err(err) = remove_tree(&dir) {
+                failures.push(format!(
+                    "sandbox {id}: cannot remove {}: {err}",
+                    dir.display()
+                ));
+            }
+            for failure in &failures {
+                tracing::warn!("{failure}");
+            }
+            if let Ok(mut all) = janitor.failures.lock() {
+                all.extend(failures);
+            }
+            janitor.pending.fetch_sub(1, Ordering::SeqCst);
+            janitor.idle.notify_waiters();
+        });
+    }
+
+    async fn settle(&self) -> Vec<String> {
+        use std::sync::atomic::Ordering;
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.pending.load(Ordering::SeqCst) == 0 {
+                return self
+                    .failures
+                    .lock()
+                    .map(|mut f| std::mem::take(&mut *f))
+                    .unwrap_or_default();
+            }
+            idle.await;
+        }
+    }
 }
 
 /// The Linux jail backend. Cheap to clone; clones share the same sandboxes.
@@ -121,12 +192,17 @@ impl JailBackend {
         let data_dir = config.data_dir.clone();
         let host = |reason: String| SandboxError::Host { reason };
         if !data_dir.is_absolute() {
-            return Err(host(format!("the data directory {} must be an absolute path", data_dir.display())));
+            return Err(host(format!(
+                "the data directory {} must be an absolute path",
+                data_dir.display()
+            )));
         }
         let sandboxes_dir = data_dir.join("sandboxes");
         let images_dir = data_dir.join("images");
-        for dir in [&data_dir, &sandboxes_dir, &images_dir] {
-            fs::create_dir_all(dir).map_err(|e| host(format!("cannot create {}: {e}", dir.display())))?;
+        let trash_dir = data_dir.join("trash");
+        for dir in [&data_dir, &sandboxes_dir, &images_dir, &trash_dir] {
+            fs::create_dir_all(dir)
+                .map_err(|e| host(format!("cannot create {}: {e}", dir.display())))?;
             // Sandbox inits run as unprivileged uids and must be able to reach their own
             // directories below these.
             fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
@@ -143,47 +219,68 @@ impl JailBackend {
                 data_dir.display()
             )));
         }
-        let images = Images::prepare(&images_dir).map_err(|e| host(format!("cannot prepare the host image: {e}")))?;
+        let images = Images::prepare(&images_dir)
+            .map_err(|e| host(format!("cannot prepare the host image: {e}")))?;
+        let dev_template = crate::image::prepare_dev(&images_dir);
         let layout = CgroupLayout::detect().unwrap_or_default();
         let (cgroups, mut host_notes) = CgroupRoot::prepare(&layout, &config.cgroup_name);
         for controller in layout.missing() {
-            host_notes.push(format!("cgroup controller {} is not available on this host", controller.name()));
+            host_notes.push(format!(
+                "cgroup controller {} is not available on this host",
+                controller.name()
+            ));
         }
         if !privileged {
-            host_notes.push("running without root: sandbox ids map to the caller's uid only".to_owned());
+            host_notes
+                .push("running without root: sandbox ids map to the caller's uid only".to_owned());
         }
-        let shield = rustix::thread::capabilities(None)
-            .is_ok_and(|caps| caps.effective.contains(rustix::thread::CapabilitySet::SYS_RESOURCE));
-        let mut info_notes = Vec::new();
-        if privileged && !shield {
-            info_notes.push("sandbox inits are not shielded from the OOM killer (no CAP_SYS_RESOURCE)".to_owned());
-        }
-        let helper = Helper::start(&config.helper)
-            .map_err(|e| host(format!("cannot start the sandbox helper {}: {e}", config.helper.program.display())))?;
+        let helper = Helper::start(&config.helper).map_err(|e| {
+            host(format!(
+                "cannot start the sandbox helper {}: {e}",
+                config.helper.program.display()
+            ))
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 sandboxes_dir,
                 privileged,
                 images,
+                dev_template,
                 cgroups,
                 host_notes,
-                info_notes,
                 helper: Mutex::new(Some(helper)),
                 sandboxes: RwLock::new(HashMap::new()),
                 slots: Mutex::new(BTreeSet::new()),
+                trash_dir,
+                janitor: Arc::new(Janitor::default()),
             }),
         })
     }
 
-    /// What this host cannot do for sandboxes, for reports: unenforced limits first.
+    /// Limits this host cannot enforce, for reports.
     pub fn host_notes(&self) -> Vec<String> {
-        self.inner.host_notes.iter().chain(&self.inner.info_notes).cloned().collect()
+        self.inner.host_notes.clone()
     }
 
     /// Pid of the helper process (for leak checks).
     pub fn helper_pid(&self) -> Option<u32> {
         self.inner.helper.lock().ok()?.as_ref().map(Helper::pid)
+    }
+
+    /// Waits until everything destroyed sandboxes left behind is removed; returns what
+    /// could not be (each also logged).
+    pub async fn settle(&self) -> Result<(), SandboxError> {
+        let failures = self.inner.janitor.settle().await;
+        if failures.is_empty() {
+            return Ok(());
+        }
+        Err(SandboxError::Host {
+            reason: format!(
+                "cleanup after destroyed sandboxes failed: {}",
+                failures.join("; ")
+            ),
+        })
     }
 
     /// Directory that holds one directory per sandbox.
@@ -205,48 +302,87 @@ impl JailBackend {
     /// ones, so that nothing runs unaccounted for.
     pub async fn recover(&self) -> Recovery {
         let mut recovery = Recovery::default();
-        let Ok(entries) = fs::read_dir(&self.inner.sandboxes_dir) else { return recovery };
-        let dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let Ok(entries) = fs::read_dir(&self.inner.sandboxes_dir) else {
+            return recovery;
+        };
+        let dirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         for dir in dirs {
-            let Some(id) = dir.file_name().and_then(|n| n.to_str()).and_then(SandboxId::parse) else {
+            let Some(id) = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(SandboxId::parse)
+            else {
                 continue;
             };
-            if self.inner.sandboxes.read().is_ok_and(|s| s.contains_key(&id)) {
+            if self
+                .inner
+                .sandboxes
+                .read()
+                .is_ok_and(|s| s.contains_key(&id))
+            {
                 continue;
             }
-            match self.adopt(&id, &dir).await {
-                Some(sandbox) => {
-                    if let Some(slot) = sandbox.slot
-                        && let Ok(mut slots) = self.inner.slots.lock()
-                    {
-                        slots.insert(slot);
-                    }
-                    if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
-                        sandboxes.insert(id.clone(), Arc::new(sandbox));
-                    }
-                    recovery.adopted.push(id);
+            if let Some(sandbox) = self.adopt(&id, &dir).await {
+                if let Some(slot) = sandbox.slot
+                    && let Ok(mut slots) = self.inner.slots.lock()
+                {
+                    slots.insert(slot);
                 }
-                None => {
-                    let cgroup = self.inner.cgroups.existing(id.as_str());
-                    let inner = self.inner.clone();
-                    let dir2 = dir.clone();
-                    let _ = tokio::task::spawn_blocking(move || {
-                        // Any process still in the cgroup belongs to the dead sandbox.
-                        kill_cgroup_members(&cgroup);
-                        let _ = cgroup.remove();
-                        let _ = remove_tree(&dir2);
-                        drop(inner);
-                    })
-                    .await;
-                    recovery.removed.push(id);
+                if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
+                    sandboxes.insert(id.clone(), Arc::new(sandbox));
                 }
+                recovery.adopted.push(id);
+            } else {
+                let cgroup = self.inner.cgroups.existing(id.as_str());
+                let _ = tokio::task::spawn_blocking(move || {
+                    // Any process still in the cgroup belongs to the dead sandbox.
+                    kill_cgroup_members(&cgroup);
+                    let _ = cgroup.remove();
+                    let _ = remove_tree(&dir);
+                })
+                .await;
+                recovery.removed.push(id);
             }
         }
+        // Directories of sandboxes destroyed just before a crash, and cgroups nobody owns.
+        let trash: Vec<PathBuf> = fs::read_dir(&self.inner.trash_dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let known: Vec<String> = self
+            .inner
+            .sandboxes
+            .read()
+            .map(|s| s.keys().map(ToString::to_string).collect())
+            .unwrap_or_default();
+        let orphans: Vec<SandboxCgroup> = self
+            .inner
+            .cgroups
+            .children()
+            .iter()
+            .filter_map(|dir| dir.file_name()?.to_str().map(str::to_owned))
+            .filter(|name| !known.contains(name))
+            .map(|name| self.inner.cgroups.existing(&name))
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            for cgroup in orphans {
+                kill_cgroup_members(&cgroup);
+                let _ = cgroup.remove();
+            }
+            for dir in trash {
+                let _ = remove_tree(&dir);
+            }
+        })
+        .await;
         recovery
     }
 
     async fn adopt(&self, id: &SandboxId, dir: &Path) -> Option<Sandbox> {
-        let record: Record = serde_json::from_slice(&fs::read(dir.join("sandbox.json")).ok()?).ok()?;
+        let record: Record =
+            serde_json::from_slice(&fs::read(dir.join("sandbox.json")).ok()?).ok()?;
         let socket = dir.join("ctl.sock");
         let stream = tokio::net::UnixStream::connect(&socket).await.ok()?;
         let peer = stream.peer_cred().ok()?.pid()?;
@@ -259,7 +395,8 @@ impl JailBackend {
         let mut info = record.info;
         info.init_pid = peer;
         Some(Sandbox {
-            cgroup: Some(self.inner.cgroups.existing(id.as_str())).filter(|_| !self.inner.cgroups.controllers().is_empty()),
+            cgroup: Some(self.inner.cgroups.existing(id.as_str()))
+                .filter(|_| !self.inner.cgroups.controllers().is_empty()),
             info,
             slot: record.slot,
             dir: dir.to_owned(),
@@ -281,7 +418,9 @@ impl JailBackend {
         if !self.inner.privileged {
             return Ok(None);
         }
-        let mut slots = self.inner.slots.lock().map_err(|_| SandboxError::Host { reason: "slot table poisoned".into() })?;
+        let mut slots = self.inner.slots.lock().map_err(|_| SandboxError::Host {
+            reason: "slot table poisoned".into(),
+        })?;
         // Start from a random slot so that separate Forge processes on one host (each with
         // its own data directory) rarely hand out the same uid range.
         let mut seed = [0u8; 4];
@@ -290,7 +429,9 @@ impl JailBackend {
         let slot = (0..MAX_SLOTS)
             .map(|offset| (start + offset) % MAX_SLOTS)
             .find(|s| !slots.contains(s))
-            .ok_or_else(|| SandboxError::Host { reason: format!("all {MAX_SLOTS} uid ranges are in use") })?;
+            .ok_or_else(|| SandboxError::Host {
+                reason: format!("all {MAX_SLOTS} uid ranges are in use"),
+            })?;
         slots.insert(slot);
         Ok(Some(slot))
     }
@@ -308,7 +449,11 @@ impl JailBackend {
             let mut bytes = [0u8; 4];
             let _ = rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty());
             let id = SandboxId::from_random(bytes);
-            let taken = self.inner.sandboxes.read().is_ok_and(|s| s.contains_key(&id))
+            let taken = self
+                .inner
+                .sandboxes
+                .read()
+                .is_ok_and(|s| s.contains_key(&id))
                 || self.inner.sandboxes_dir.join(id.as_str()).exists();
             if !taken {
                 return id;
@@ -318,26 +463,48 @@ impl JailBackend {
 
     /// Creates the sandbox's directories and cgroups and has the helper fork its init;
     /// waits until the init reports ready. Blocking.
-    fn start_blocking(&self, id: &SandboxId, spec: &SandboxSpec, slot: Option<u32>) -> Result<Started, SandboxError> {
+    fn start_blocking(
+        &self,
+        id: &SandboxId,
+        spec: &SandboxSpec,
+        slot: Option<u32>,
+    ) -> Result<Started, SandboxError> {
         let inner = &self.inner;
-        let root_fs = inner.images.resolve(&spec.image).ok_or_else(|| SandboxError::UnknownImage {
-            image: spec.image.clone(),
-            available: inner.images.names().join(", "),
-        })?;
+        let root_fs =
+            inner
+                .images
+                .resolve(&spec.image)
+                .ok_or_else(|| SandboxError::UnknownImage {
+                    image: spec.image.clone(),
+                    available: inner.images.names().join(", "),
+                })?;
         let (uid_map, gid_map) = match slot {
             Some(slot) => {
                 let outside = inner.config.uid_base + slot * IDS_PER_SANDBOX;
-                let range = IdRange { inside: 0, outside, count: IDS_PER_SANDBOX };
+                let range = IdRange {
+                    inside: 0,
+                    outside,
+                    count: IDS_PER_SANDBOX,
+                };
                 (range, range)
             }
             None => (
-                IdRange { inside: 0, outside: rustix::process::geteuid().as_raw(), count: 1 },
-                IdRange { inside: 0, outside: rustix::process::getegid().as_raw(), count: 1 },
+                IdRange {
+                    inside: 0,
+                    outside: rustix::process::geteuid().as_raw(),
+                    count: 1,
+                },
+                IdRange {
+                    inside: 0,
+                    outside: rustix::process::getegid().as_raw(),
+                    count: 1,
+                },
             ),
         };
         let dir = inner.sandboxes_dir.join(id.as_str());
         let owner = slot.map(|_| uid_map.outside);
-        prepare_dirs(&dir, owner).map_err(|e| SandboxError::setup("create the sandbox's directories", e))?;
+        prepare_dir(&dir, owner)
+            .map_err(|e| SandboxError::setup("create the sandbox's directories", e))?;
         let cgroup = if inner.cgroups.controllers().is_empty() {
             None
         } else {
@@ -360,11 +527,15 @@ impl JailBackend {
                 work: dir.join("work"),
             },
             binds: root_fs.binds,
+            dev_template: inner.dev_template.clone(),
             workspace: spec.workspace.clone(),
             uid_map,
             gid_map,
             unprivileged: !inner.privileged,
-            cgroup_procs: cgroup.as_ref().map(SandboxCgroup::procs_files).unwrap_or_default(),
+            cgroup_procs: cgroup
+                .as_ref()
+                .map(SandboxCgroup::procs_files)
+                .unwrap_or_default(),
             oom_events: cgroup.as_ref().and_then(SandboxCgroup::oom_events_file),
             hostname: id.to_string(),
             limits: spec.limits,
@@ -386,9 +557,18 @@ impl JailBackend {
             }
         };
         match wait_ready(&spawned.ready) {
-            Ok(notes) => Ok(Started { spawned, notes, cgroup, dir, socket: plan.socket_path }),
+            Ok(notes) => Ok(Started {
+                spawned,
+                notes,
+                cgroup,
+                dir,
+                socket: plan.socket_path,
+            }),
             Err(message) => {
-                let _ = rustix::process::pidfd_send_signal(&spawned.pidfd, rustix::process::Signal::KILL);
+                let _ = rustix::process::pidfd_send_signal(
+                    &spawned.pidfd,
+                    rustix::process::Signal::KILL,
+                );
                 wait_exit_blocking(&spawned.pidfd);
                 cleanup(&cgroup);
                 Err(SandboxError::setup("start the sandbox init", message))
@@ -398,16 +578,19 @@ impl JailBackend {
 
     /// Sends a spawn request to the helper, restarting it once if it died.
     fn helper_spawn(&self, plan: &SpawnPlan) -> Result<Spawned, SandboxError> {
-        let mut helper = self
-            .inner
-            .helper
-            .lock()
-            .map_err(|_| SandboxError::Host { reason: "helper lock poisoned".into() })?;
+        let mut helper = self.inner.helper.lock().map_err(|_| SandboxError::Host {
+            reason: "helper lock poisoned".into(),
+        })?;
         for attempt in 0..2 {
             if helper.is_none() {
-                *helper = Some(Helper::start(&self.inner.config.helper).map_err(|e| SandboxError::setup("start the sandbox helper", e))?);
+                *helper = Some(
+                    Helper::start(&self.inner.config.helper)
+                        .map_err(|e| SandboxError::setup("start the sandbox helper", e))?,
+                );
             }
-            let Some(current) = helper.as_ref() else { continue };
+            let Some(current) = helper.as_ref() else {
+                continue;
+            };
             match current.spawn(plan) {
                 Ok(spawned) => return Ok(spawned),
                 Err(crate::helper::HelperError::Io(err)) if attempt == 0 => {
@@ -417,34 +600,54 @@ impl JailBackend {
                 Err(err) => return Err(SandboxError::setup("fork the sandbox init", err)),
             }
         }
-        Err(SandboxError::Host { reason: "the sandbox helper keeps failing".into() })
+        Err(SandboxError::Host {
+            reason: "the sandbox helper keeps failing".into(),
+        })
     }
 
     /// Turns a failed exchange into the right error: the sandbox is gone if its init died.
     async fn failure(&self, sandbox: &Sandbox, err: FrameError) -> SandboxError {
         if wait_exit(&sandbox.pidfd, Duration::from_millis(250)).await {
-            let oom = sandbox.cgroup.as_ref().and_then(|c| c.stats().oom_kills).unwrap_or(0) > 0;
+            let oom = sandbox
+                .cgroup
+                .as_ref()
+                .and_then(|c| c.stats().oom_kills)
+                .unwrap_or(0)
+                > 0;
             let reason = if oom {
                 "its init was killed after the sandbox ran out of memory".to_owned()
             } else {
                 "its init exited".to_owned()
             };
-            return SandboxError::Gone { id: sandbox.info.id.clone(), reason };
+            return SandboxError::Gone {
+                id: sandbox.info.id.clone(),
+                reason,
+            };
         }
-        SandboxError::Protocol { id: sandbox.info.id.clone(), source: err }
+        SandboxError::Protocol {
+            id: sandbox.info.id.clone(),
+            source: err,
+        }
     }
 
     async fn call(&self, id: &SandboxId, request: Request) -> Result<Response, SandboxError> {
         let sandbox = self.sandbox(id)?;
         match sandbox.client.call(&request).await {
-            Ok(Response::Error(source)) => Err(SandboxError::Operation { id: id.clone(), source }),
+            Ok(Response::Error(source)) => Err(SandboxError::Operation {
+                id: id.clone(),
+                source,
+            }),
             Ok(response) => Ok(response),
             Err(err) => Err(self.failure(&sandbox, err).await),
         }
     }
 
     /// Opens a connection that a stream will own.
-    async fn stream_connection(&self, sandbox: &Sandbox, request: &Request) -> Result<Connection, SandboxError> {
+    async fn stream_connection(
+        &self,
+        sandbox: &Sandbox,
+        request: &Request,
+    ) -> Result<Connection, SandboxError> {
         let mut connection = match sandbox.client.connection().await {
             Ok(connection) => connection,
             Err(err) => return Err(self.failure(sandbox, err).await),
@@ -464,26 +667,47 @@ impl JailBackend {
             async move {
                 let (mut connection, sandbox) = state?;
                 let id = sandbox.info.id.clone();
-                let (events, done): (Vec<Result<ExecEvent, SandboxError>>, bool) = match connection.receive().await {
-                    Ok(Response::Output { stream, data }) => (vec![Ok(ExecEvent::Output { stream, data })], false),
-                    Ok(Response::Exec(result)) => (vec![Ok(ExecEvent::Exit(result))], true),
-                    Ok(Response::ProcessOutput(output)) => {
-                        let mut events: Vec<_> =
-                            output.chunks.into_iter().map(|c| Ok(ExecEvent::Output { stream: c.stream, data: c.data })).collect();
-                        let exited = match output.state {
-                            ProcessState::Exited { exit_code, signal } if events.is_empty() => {
-                                events.push(Ok(ExecEvent::Exit(ExecResult { exit_code, signal, ..ExecResult::default() })));
-                                true
-                            }
-                            _ => false,
-                        };
-                        (events, exited)
-                    }
-                    Ok(Response::Error(source)) => (vec![Err(SandboxError::Operation { id, source })], true),
-                    Ok(_) => (vec![Err(unexpected(&id, "output"))], true),
-                    Err(err) => (vec![Err(backend.failure(&sandbox, err).await)], true),
+                let (events, done): (Vec<Result<ExecEvent, SandboxError>>, bool) =
+                    match connection.receive().await {
+                        Ok(Response::Output { stream, data }) => {
+                            (vec![Ok(ExecEvent::Output { stream, data })], false)
+                        }
+                        Ok(Response::Exec(result)) => (vec![Ok(ExecEvent::Exit(result))], true),
+                        Ok(Response::ProcessOutput(output)) => {
+                            let mut events: Vec<_> = output
+                                .chunks
+                                .into_iter()
+                                .map(|c| {
+                                    Ok(ExecEvent::Output {
+                                        stream: c.stream,
+                                        data: c.data,
+                                    })
+                                })
+                                .collect();
+                            let exited = match output.state {
+                                ProcessState::Exited { exit_code, signal } if events.is_empty() => {
+                                    events.push(Ok(ExecEvent::Exit(ExecResult {
+                                        exit_code,
+                                        signal,
+                                        ..ExecResult::default()
+                                    })));
+                                    true
+                                }
+                                _ => false,
+                            };
+                            (events, exited)
+                        }
+                        Ok(Response::Error(source)) => {
+                            (vec![Err(SandboxError::Operation { id, source })], true)
+                        }
+                        Ok(_) => (vec![Err(unexpected(&id, "output"))], true),
+                        Err(err) => (vec![Err(backend.failure(&sandbox, err).await)], true),
+                    };
+                let next = if done {
+                    None
+                } else {
+                    Some((connection, sandbox))
                 };
-                let next = if done { None } else { Some((connection, sandbox)) };
                 Some((futures::stream::iter(events), next))
             }
         })
@@ -504,7 +728,9 @@ struct Started {
 /// Refuses a data directory sandbox uids could not reach.
 fn check_traversable(dir: &Path) -> Result<(), String> {
     for ancestor in dir.ancestors().skip(1) {
-        let Ok(meta) = std::fs::metadata(ancestor) else { continue };
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            continue;
+        };
         if meta.permissions().mode() & 0o001 == 0 {
             return Err(format!(
                 "the data directory {} is below {}, which other users cannot enter (mode {:o}); \
@@ -519,30 +745,16 @@ fn check_traversable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Creates a sandbox's directory: the overlay's upper and work layers with the writable
-/// directories pre-made and owned by the sandbox's root, and the mount point of its root.
-fn prepare_dirs(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
-    let mkdir = |path: &Path, mode: u32| -> std::io::Result<()> {
-        std::fs::DirBuilder::new().mode(mode).create(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-        if let Some(uid) = owner {
-            rustix::fs::chown(path, Some(rustix::process::Uid::from_raw(uid)), Some(rustix::process::Gid::from_raw(uid)))?;
-        }
-        Ok(())
-    };
-    mkdir(dir, 0o700)?;
-    for (sub, mode) in [
-        ("upper", 0o755),
-        ("upper/workspace", 0o755),
-        ("upper/root", 0o700),
-        ("upper/home", 0o755),
-        ("upper/run", 0o755),
-        ("upper/var", 0o755),
-        ("upper/var/tmp", 0o1777),
-        ("work", 0o700),
-        ("root", 0o755),
-    ] {
-        mkdir(&dir.join(sub), mode)?;
+/// Creates a sandbox's directory, owned by the sandbox's root so that its init can build
+/// the overlay's layers inside (with the right owner and without more work on the host).
+fn prepare_dir(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
+    std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+    if let Some(uid) = owner {
+        let (uid, gid) = (
+            rustix::process::Uid::from_raw(uid),
+            rustix::process::Gid::from_raw(uid),
+        );
+        rustix::fs::chown(dir, Some(uid), Some(gid))?;
     }
     Ok(())
 }
@@ -550,7 +762,10 @@ fn prepare_dirs(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
 /// The environment every process of the sandbox starts with.
 fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = [
-        ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+        (
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ),
         ("HOME", "/root"),
         ("LANG", "C.UTF-8"),
         ("USER", "root"),
@@ -570,17 +785,27 @@ fn wait_ready(ready: &OwnedFd) -> Result<Vec<String>, String> {
     let mut text = String::new();
     let mut file = std::fs::File::from(ready.try_clone().map_err(|e| e.to_string())?);
     // Setup is a few milliseconds; the poll only guards against a wedged kernel call.
-    let mut fds = [rustix::event::PollFd::new(ready, rustix::event::PollFlags::IN)];
-    let timeout = rustix::event::Timespec { tv_sec: 30, tv_nsec: 0 };
+    let mut fds = [rustix::event::PollFd::new(
+        ready,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::event::Timespec {
+        tv_sec: 30,
+        tv_nsec: 0,
+    };
     match rustix::event::poll(&mut fds, Some(&timeout)) {
         Ok(0) => return Err("the sandbox init did not report within 30 s".to_owned()),
         Ok(_) => {}
         Err(err) => return Err(format!("waiting for the sandbox init: {err}")),
     }
-    file.read_to_string(&mut text).map_err(|e| format!("reading the init's report: {e}"))?;
+    file.read_to_string(&mut text)
+        .map_err(|e| format!("reading the init's report: {e}"))?;
     let mut lines = text.lines();
     match lines.next() {
-        Some("ok") => Ok(lines.filter_map(|l| l.strip_prefix("note: ")).map(str::to_owned).collect()),
+        Some("ok") => Ok(lines
+            .filter_map(|l| l.strip_prefix("note: "))
+            .map(str::to_owned)
+            .collect()),
         Some(line) => Err(line.strip_prefix("error: ").unwrap_or(line).to_owned()),
         None => Err("the sandbox init exited during setup".to_owned()),
     }
@@ -588,23 +813,37 @@ fn wait_ready(ready: &OwnedFd) -> Result<Vec<String>, String> {
 
 /// Waits (blocking, bounded) for a process to exit.
 fn wait_exit_blocking(pidfd: &OwnedFd) {
-    let mut fds = [rustix::event::PollFd::new(pidfd, rustix::event::PollFlags::IN)];
-    let timeout = rustix::event::Timespec { tv_sec: 10, tv_nsec: 0 };
+    let mut fds = [rustix::event::PollFd::new(
+        pidfd,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::event::Timespec {
+        tv_sec: 10,
+        tv_nsec: 0,
+    };
     let _ = rustix::event::poll(&mut fds, Some(&timeout));
 }
 
 /// Waits up to `limit` for a process to exit; true if it has.
 async fn wait_exit(pidfd: &OwnedFd, limit: Duration) -> bool {
-    let Ok(fd) = pidfd.try_clone() else { return false };
-    let Ok(async_fd) = crate::sys::async_fd(fd, tokio::io::Interest::READABLE) else { return false };
-    tokio::time::timeout(limit, async_fd.readable()).await.is_ok_and(|r| r.is_ok())
+    let Ok(fd) = pidfd.try_clone() else {
+        return false;
+    };
+    let Ok(async_fd) = crate::sys::async_fd(fd, tokio::io::Interest::READABLE) else {
+        return false;
+    };
+    tokio::time::timeout(limit, async_fd.readable())
+        .await
+        .is_ok_and(|r| r.is_ok())
 }
 
 /// Kills every process left in a sandbox's cgroups (after its init died, orphans would
 /// otherwise keep the cgroup busy).
 fn kill_cgroup_members(cgroup: &SandboxCgroup) {
     for procs in cgroup.procs_files() {
-        let Ok(text) = std::fs::read_to_string(&procs) else { continue };
+        let Ok(text) = std::fs::read_to_string(&procs) else {
+            continue;
+        };
         for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
             if let Some(pid) = rustix::process::Pid::from_raw(pid) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
@@ -651,7 +890,10 @@ fn now_ms() -> u64 {
 }
 
 fn unexpected(id: &SandboxId, expected: &'static str) -> SandboxError {
-    SandboxError::Protocol { id: id.clone(), source: FrameError::Unexpected { expected } }
+    SandboxError::Protocol {
+        id: id.clone(),
+        source: FrameError::Unexpected { expected },
+    }
 }
 
 #[async_trait]
@@ -663,7 +905,9 @@ impl Backend for JailBackend {
     async fn create(&self, spec: SandboxSpec) -> Result<SandboxInfo, SandboxError> {
         spec.validate()?;
         if spec.network != NetworkMode::None {
-            return Err(SandboxError::Unsupported { feature: format!("network mode {:?}", spec.network.as_str()) });
+            return Err(SandboxError::Unsupported {
+                feature: format!("network mode {:?}", spec.network.as_str()),
+            });
         }
         if let Some(workspace) = &spec.workspace
             && !workspace.is_dir()
@@ -677,10 +921,11 @@ impl Backend for JailBackend {
         let slot = self.allocate_slot()?;
         let backend = self.clone();
         let (task_id, task_spec) = (id.clone(), spec.clone());
-        let started = tokio::task::spawn_blocking(move || backend.start_blocking(&task_id, &task_spec, slot))
-            .await
-            .map_err(|e| SandboxError::setup("start the sandbox", e))
-            .and_then(|r| r);
+        let started =
+            tokio::task::spawn_blocking(move || backend.start_blocking(&task_id, &task_spec, slot))
+                .await
+                .map_err(|e| SandboxError::setup("start the sandbox", e))
+                .and_then(|r| r);
         let started = match started {
             Ok(started) => started,
             Err(err) => {
@@ -699,7 +944,10 @@ impl Backend for JailBackend {
             created_at_ms: now_ms(),
             degraded,
         };
-        let record = Record { info: info.clone(), slot };
+        let record = Record {
+            info: info.clone(),
+            slot,
+        };
         let sandbox = Arc::new(Sandbox {
             info: info.clone(),
             slot,
@@ -716,7 +964,11 @@ impl Backend for JailBackend {
             Ok(connection) => sandbox.client.release(connection),
             Err(err) => {
                 let error = self.failure(&sandbox, err).await;
-                self.inner.sandboxes.write().map(|mut s| s.insert(id.clone(), sandbox)).ok();
+                self.inner
+                    .sandboxes
+                    .write()
+                    .map(|mut s| s.insert(id.clone(), sandbox))
+                    .ok();
                 let _ = self.destroy(&id).await;
                 return Err(error);
             }
@@ -745,27 +997,18 @@ impl Backend for JailBackend {
                 source: "the init did not exit within 10 s of SIGKILL".into(),
             });
         }
-        let backend = self.clone();
-        let teardown_id = id.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            if let Some(cgroup) = &sandbox.cgroup {
-                kill_cgroup_members(cgroup);
-                cgroup.remove().map_err(|e| SandboxError::Teardown {
-                    id: teardown_id.clone(),
-                    stage: "remove its cgroups".into(),
-                    source: Box::new(e),
-                })?;
-            }
-            remove_tree(&sandbox.dir).map_err(|e| SandboxError::Teardown {
-                id: teardown_id.clone(),
-                stage: format!("remove {}", sandbox.dir.display()),
-                source: Box::new(e),
-            })?;
-            backend.free_slot(sandbox.slot);
-            Ok(())
-        })
-        .await;
-        result.map_err(|e| SandboxError::Teardown { id: id.clone(), stage: "teardown task".into(), source: Box::new(e) })?
+        // Nothing of the sandbox runs any more: its uid range is free, and what is left on
+        // disk and in cgroupfs is garbage the janitor removes off the caller's path.
+        self.free_slot(sandbox.slot);
+        let trash = self.inner.trash_dir.join(id.as_str());
+        let garbage = match std::fs::rename(&sandbox.dir, &trash) {
+            Ok(()) => trash,
+            Err(_) => sandbox.dir.clone(),
+        };
+        self.inner
+            .janitor
+            .collect(id.clone(), garbage, sandbox.cgroup.clone());
+        Ok(())
     }
 
     async fn get(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError> {
@@ -779,25 +1022,54 @@ impl Backend for JailBackend {
             .read()
             .map(|s| s.values().map(|s| s.info.clone()).collect())
             .unwrap_or_default();
-        infos.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        infos.sort_by(|a, b| {
+            a.created_at_ms
+                .cmp(&b.created_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
         infos
     }
 
     async fn stats(&self, id: &SandboxId) -> Result<SandboxStats, SandboxError> {
         let sandbox = self.sandbox(id)?;
-        Ok(sandbox.cgroup.as_ref().map(SandboxCgroup::stats).unwrap_or_default())
+        Ok(sandbox
+            .cgroup
+            .as_ref()
+            .map(SandboxCgroup::stats)
+            .unwrap_or_default())
     }
 
     async fn exec(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecResult, SandboxError> {
-        match self.call(id, Request::Exec { request, stream: false }).await? {
+        match self
+            .call(
+                id,
+                Request::Exec {
+                    request,
+                    stream: false,
+                },
+            )
+            .await?
+        {
             Response::Exec(result) => Ok(result),
             _ => Err(unexpected(id, "an exec result")),
         }
     }
 
-    async fn exec_stream(&self, id: &SandboxId, request: ExecRequest) -> Result<ExecStream, SandboxError> {
+    async fn exec_stream(
+        &self,
+        id: &SandboxId,
+        request: ExecRequest,
+    ) -> Result<ExecStream, SandboxError> {
         let sandbox = self.sandbox(id)?;
-        let connection = self.stream_connection(&sandbox, &Request::Exec { request, stream: true }).await?;
+        let connection = self
+            .stream_connection(
+                &sandbox,
+                &Request::Exec {
+                    request,
+                    stream: true,
+                },
+            )
+            .await?;
         Ok(self.stream(sandbox, connection))
     }
 
@@ -815,15 +1087,45 @@ impl Backend for JailBackend {
         }
     }
 
-    async fn signal(&self, id: &SandboxId, process: ProcessId, signal: i32) -> Result<(), SandboxError> {
-        match self.call(id, Request::Signal { id: process, signal }).await? {
+    async fn signal(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        signal: i32,
+    ) -> Result<(), SandboxError> {
+        match self
+            .call(
+                id,
+                Request::Signal {
+                    id: process,
+                    signal,
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
     }
 
-    async fn write_stdin(&self, id: &SandboxId, process: ProcessId, data: Vec<u8>, close: bool) -> Result<(), SandboxError> {
-        match self.call(id, Request::WriteStdin { id: process, data, close }).await? {
+    async fn write_stdin(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        data: Vec<u8>,
+        close: bool,
+    ) -> Result<(), SandboxError> {
+        match self
+            .call(
+                id,
+                Request::WriteStdin {
+                    id: process,
+                    data,
+                    close,
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
@@ -837,26 +1139,69 @@ impl Backend for JailBackend {
         max_bytes: u64,
         wait_ms: u64,
     ) -> Result<ProcessOutput, SandboxError> {
-        match self.call(id, Request::ReadOutput { id: process, cursor, max_bytes, wait_ms }).await? {
+        match self
+            .call(
+                id,
+                Request::ReadOutput {
+                    id: process,
+                    cursor,
+                    max_bytes,
+                    wait_ms,
+                },
+            )
+            .await?
+        {
             Response::ProcessOutput(output) => Ok(output),
             _ => Err(unexpected(id, "process output")),
         }
     }
 
-    async fn attach(&self, id: &SandboxId, process: ProcessId, cursor: u64) -> Result<ExecStream, SandboxError> {
+    async fn attach(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        cursor: u64,
+    ) -> Result<ExecStream, SandboxError> {
         let sandbox = self.sandbox(id)?;
-        let connection = self.stream_connection(&sandbox, &Request::Attach { id: process, cursor }).await?;
+        let connection = self
+            .stream_connection(
+                &sandbox,
+                &Request::Attach {
+                    id: process,
+                    cursor,
+                },
+            )
+            .await?;
         Ok(self.stream(sandbox, connection))
     }
 
-    async fn wait(&self, id: &SandboxId, process: ProcessId, timeout_ms: Option<u64>) -> Result<ProcessInfo, SandboxError> {
-        match self.call(id, Request::Wait { id: process, timeout_ms }).await? {
+    async fn wait(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        timeout_ms: Option<u64>,
+    ) -> Result<ProcessInfo, SandboxError> {
+        match self
+            .call(
+                id,
+                Request::Wait {
+                    id: process,
+                    timeout_ms,
+                },
+            )
+            .await?
+        {
             Response::Process(info) => Ok(info),
             _ => Err(unexpected(id, "a process")),
         }
     }
 
-    async fn resize(&self, id: &SandboxId, process: ProcessId, size: PtySize) -> Result<(), SandboxError> {
+    async fn resize(
+        &self,
+        id: &SandboxId,
+        process: ProcessId,
+        size: PtySize,
+    ) -> Result<(), SandboxError> {
         match self.call(id, Request::Resize { id: process, size }).await? {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
@@ -865,7 +1210,11 @@ impl Backend for JailBackend {
 
     async fn read_file(&self, id: &SandboxId, path: &str) -> Result<Vec<u8>, SandboxError> {
         let sandbox = self.sandbox(id)?;
-        let request = Request::ReadFile { path: path.to_owned(), offset: 0, limit: None };
+        let request = Request::ReadFile {
+            path: path.to_owned(),
+            offset: 0,
+            limit: None,
+        };
         let mut connection = self.stream_connection(&sandbox, &request).await?;
         let mut data = Vec::new();
         loop {
@@ -877,7 +1226,10 @@ impl Backend for JailBackend {
                 }
                 Ok(Response::Error(source)) => {
                     sandbox.client.release(connection);
-                    return Err(SandboxError::Operation { id: id.clone(), source });
+                    return Err(SandboxError::Operation {
+                        id: id.clone(),
+                        source,
+                    });
                 }
                 Ok(_) => return Err(unexpected(id, "file data")),
                 Err(err) => return Err(self.failure(&sandbox, err).await),
@@ -885,13 +1237,27 @@ impl Backend for JailBackend {
         }
     }
 
-    async fn write_file(&self, id: &SandboxId, path: &str, data: Vec<u8>, mode: Option<u32>) -> Result<(), SandboxError> {
+    async fn write_file(
+        &self,
+        id: &SandboxId,
+        path: &str,
+        data: Vec<u8>,
+        mode: Option<u32>,
+    ) -> Result<(), SandboxError> {
         let sandbox = self.sandbox(id)?;
-        let request = Request::WriteFile { path: path.to_owned(), mode, append: false };
+        let request = Request::WriteFile {
+            path: path.to_owned(),
+            mode,
+            append: false,
+        };
         let mut connection = self.stream_connection(&sandbox, &request).await?;
         let upload = async {
             for chunk in data.chunks(CHUNK) {
-                connection.send(&Request::Chunk { data: chunk.to_vec() }).await?;
+                connection
+                    .send(&Request::Chunk {
+                        data: chunk.to_vec(),
+                    })
+                    .await?;
             }
             connection.send(&Request::End).await?;
             connection.receive().await
@@ -903,7 +1269,10 @@ impl Backend for JailBackend {
             }
             Ok(Response::Error(source)) => {
                 sandbox.client.release(connection);
-                Err(SandboxError::Operation { id: id.clone(), source })
+                Err(SandboxError::Operation {
+                    id: id.clone(),
+                    source,
+                })
             }
             Ok(_) => Err(unexpected(id, "ok")),
             Err(err) => Err(self.failure(&sandbox, err).await),
@@ -911,49 +1280,114 @@ impl Backend for JailBackend {
     }
 
     async fn list_dir(&self, id: &SandboxId, path: &str) -> Result<Vec<FileInfo>, SandboxError> {
-        match self.call(id, Request::ListDir { path: path.to_owned() }).await? {
+        match self
+            .call(
+                id,
+                Request::ListDir {
+                    path: path.to_owned(),
+                },
+            )
+            .await?
+        {
             Response::Files { files } => Ok(files),
             _ => Err(unexpected(id, "a file list")),
         }
     }
 
     async fn stat(&self, id: &SandboxId, path: &str) -> Result<FileInfo, SandboxError> {
-        match self.call(id, Request::Stat { path: path.to_owned() }).await? {
+        match self
+            .call(
+                id,
+                Request::Stat {
+                    path: path.to_owned(),
+                },
+            )
+            .await?
+        {
             Response::Stat(info) => Ok(info),
             _ => Err(unexpected(id, "file metadata")),
         }
     }
 
     async fn mkdir(&self, id: &SandboxId, path: &str) -> Result<(), SandboxError> {
-        match self.call(id, Request::Mkdir { path: path.to_owned(), mode: None }).await? {
+        match self
+            .call(
+                id,
+                Request::Mkdir {
+                    path: path.to_owned(),
+                    mode: None,
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
     }
 
     async fn rename(&self, id: &SandboxId, from: &str, to: &str) -> Result<(), SandboxError> {
-        match self.call(id, Request::Rename { from: from.to_owned(), to: to.to_owned() }).await? {
+        match self
+            .call(
+                id,
+                Request::Rename {
+                    from: from.to_owned(),
+                    to: to.to_owned(),
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
     }
 
     async fn chmod(&self, id: &SandboxId, path: &str, mode: u32) -> Result<(), SandboxError> {
-        match self.call(id, Request::Chmod { path: path.to_owned(), mode }).await? {
+        match self
+            .call(
+                id,
+                Request::Chmod {
+                    path: path.to_owned(),
+                    mode,
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
     }
 
-    async fn remove(&self, id: &SandboxId, path: &str, recursive: bool) -> Result<(), SandboxError> {
-        match self.call(id, Request::Remove { path: path.to_owned(), recursive }).await? {
+    async fn remove(
+        &self,
+        id: &SandboxId,
+        path: &str,
+        recursive: bool,
+    ) -> Result<(), SandboxError> {
+        match self
+            .call(
+                id,
+                Request::Remove {
+                    path: path.to_owned(),
+                    recursive,
+                },
+            )
+            .await?
+        {
             Response::Ok => Ok(()),
             _ => Err(unexpected(id, "ok")),
         }
     }
 
     async fn glob(&self, id: &SandboxId, pattern: &str) -> Result<Vec<String>, SandboxError> {
-        match self.call(id, Request::Glob { pattern: pattern.to_owned() }).await? {
+        match self
+            .call(
+                id,
+                Request::Glob {
+                    pattern: pattern.to_owned(),
+                },
+            )
+            .await?
+        {
             Response::Paths { paths } => Ok(paths),
             _ => Err(unexpected(id, "paths")),
         }

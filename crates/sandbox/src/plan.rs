@@ -48,6 +48,8 @@ pub(crate) struct SpawnPlan {
     pub(crate) socket_path: PathBuf,
     pub(crate) root: Overlay,
     pub(crate) binds: Vec<ReadOnlyBind>,
+    /// A prepared `/dev` to mount read-only, when the host could make one.
+    pub(crate) dev_template: Option<PathBuf>,
     /// Host directory mounted at `/workspace`.
     pub(crate) workspace: Option<PathBuf>,
     pub(crate) uid_map: IdRange,

@@ -113,7 +113,12 @@ impl Pool {
     pub async fn shutdown(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.wake.notify_one();
-        let drained: Vec<SandboxInfo> = self.inner.ready.lock().map(|mut r| r.drain(..).collect()).unwrap_or_default();
+        let drained: Vec<SandboxInfo> = self
+            .inner
+            .ready
+            .lock()
+            .map(|mut r| r.drain(..).collect())
+            .unwrap_or_default();
         for info in drained {
             let _ = self.inner.backend.destroy(&info.id).await;
         }
@@ -133,7 +138,9 @@ async fn refill(inner: Arc<Inner>) {
         if inner.closed.load(Ordering::SeqCst) {
             return;
         }
-        let missing = inner.size.saturating_sub(inner.ready.lock().map_or(0, |r| r.len()));
+        let missing = inner
+            .size
+            .saturating_sub(inner.ready.lock().map_or(0, |r| r.len()));
         if missing == 0 {
             inner.wake.notified().await;
             continue;

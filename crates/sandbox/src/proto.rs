@@ -12,8 +12,8 @@
 use std::io::{self, Read, Write};
 
 use forge_types::{
-    ExecRequest, ExecResult, FileInfo, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec,
-    PtySize, StreamKind,
+    ExecRequest, ExecResult, FileInfo, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, PtySize,
+    StreamKind,
 };
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -31,14 +31,24 @@ pub const CHUNK: usize = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum Request {
-    Hello { version: u32 },
+    Hello {
+        version: u32,
+    },
     Ping,
     /// Runs a command to completion. With `stream`, output arrives as
     /// [`Response::Output`] frames before the final [`Response::Exec`].
-    Exec { request: ExecRequest, stream: bool },
-    Spawn { spec: ProcessSpec },
+    Exec {
+        request: ExecRequest,
+        stream: bool,
+    },
+    Spawn {
+        spec: ProcessSpec,
+    },
     ListProcesses,
-    Signal { id: ProcessId, signal: i32 },
+    Signal {
+        id: ProcessId,
+        signal: i32,
+    },
     WriteStdin {
         id: ProcessId,
         #[serde(with = "serde_bytes")]
@@ -46,33 +56,76 @@ pub enum Request {
         close: bool,
     },
     /// Output from `cursor`, waiting up to `wait_ms` for some if there is none yet.
-    ReadOutput { id: ProcessId, cursor: u64, max_bytes: u64, wait_ms: u64 },
+    ReadOutput {
+        id: ProcessId,
+        cursor: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    },
     /// Streams output from `cursor` as it is produced until the process exits.
-    Attach { id: ProcessId, cursor: u64 },
-    Wait { id: ProcessId, timeout_ms: Option<u64> },
-    Resize { id: ProcessId, size: PtySize },
-    ReadFile { path: String, offset: u64, limit: Option<u64> },
+    Attach {
+        id: ProcessId,
+        cursor: u64,
+    },
+    Wait {
+        id: ProcessId,
+        timeout_ms: Option<u64>,
+    },
+    Resize {
+        id: ProcessId,
+        size: PtySize,
+    },
+    ReadFile {
+        path: String,
+        offset: u64,
+        limit: Option<u64>,
+    },
     /// Followed by [`Request::Chunk`] frames and one [`Request::End`].
-    WriteFile { path: String, mode: Option<u32>, append: bool },
+    WriteFile {
+        path: String,
+        mode: Option<u32>,
+        append: bool,
+    },
     Chunk {
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
     End,
-    ListDir { path: String },
-    Stat { path: String },
-    Mkdir { path: String, mode: Option<u32> },
-    Rename { from: String, to: String },
-    Chmod { path: String, mode: u32 },
-    Remove { path: String, recursive: bool },
-    Glob { pattern: String },
+    ListDir {
+        path: String,
+    },
+    Stat {
+        path: String,
+    },
+    Mkdir {
+        path: String,
+        mode: Option<u32>,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Chmod {
+        path: String,
+        mode: u32,
+    },
+    Remove {
+        path: String,
+        recursive: bool,
+    },
+    Glob {
+        pattern: String,
+    },
 }
 
 /// What the agent answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum Response {
-    Hello { version: u32, pid: i32 },
+    Hello {
+        version: u32,
+        pid: i32,
+    },
     Pong,
     Ok,
     Error(RemoteError),
@@ -83,15 +136,21 @@ pub enum Response {
     },
     Exec(ExecResult),
     Process(ProcessInfo),
-    Processes { processes: Vec<ProcessInfo> },
+    Processes {
+        processes: Vec<ProcessInfo>,
+    },
     ProcessOutput(ProcessOutput),
     Data {
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
-    Files { files: Vec<FileInfo> },
+    Files {
+        files: Vec<FileInfo>,
+    },
     Stat(FileInfo),
-    Paths { paths: Vec<String> },
+    Paths {
+        paths: Vec<String>,
+    },
 }
 
 /// An operation the agent refused or could not complete, classified so the host can map it
@@ -105,7 +164,10 @@ pub struct RemoteError {
 
 impl RemoteError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -215,7 +277,10 @@ where
 }
 
 /// Blocking twin of [`write_frame`].
-pub fn write_frame_blocking<W: Write, T: Serialize>(writer: &mut W, message: &T) -> Result<(), FrameError> {
+pub fn write_frame_blocking<W: Write, T: Serialize>(
+    writer: &mut W,
+    message: &T,
+) -> Result<(), FrameError> {
     writer.write_all(&encode(message)?)?;
     Ok(())
 }
@@ -228,9 +293,16 @@ mod tests {
     #[tokio::test]
     async fn frames_round_trip_with_binary_payloads() {
         let messages = vec![
-            Request::Hello { version: PROTOCOL_VERSION },
-            Request::Exec { request: ExecRequest::argv(["cat"]).with_stdin(vec![0, 159, 146, 150, 255]), stream: true },
-            Request::Chunk { data: (0..=255).collect() },
+            Request::Hello {
+                version: PROTOCOL_VERSION,
+            },
+            Request::Exec {
+                request: ExecRequest::argv(["cat"]).with_stdin(vec![0, 159, 146, 150, 255]),
+                stream: true,
+            },
+            Request::Chunk {
+                data: (0..=255).collect(),
+            },
             Request::End,
         ];
         let mut wire = Vec::new();
@@ -247,7 +319,9 @@ mod tests {
 
     #[test]
     fn oversized_and_truncated_frames_are_errors() {
-        let mut huge = (u32::try_from(MAX_FRAME).unwrap() + 1).to_be_bytes().to_vec();
+        let mut huge = (u32::try_from(MAX_FRAME).unwrap() + 1)
+            .to_be_bytes()
+            .to_vec();
         huge.extend_from_slice(b"junk");
         let err = read_frame_blocking::<_, Request>(&mut huge.as_slice()).unwrap_err();
         assert!(matches!(err, FrameError::TooLarge(_)), "{err:?}");

@@ -3,7 +3,10 @@
 //! Most system calls go through rustix's safe API; what it does not cover (creating
 //! namespaces with `clone`, installing a seccomp program, `landlock_restrict_self` in a
 //! forked child, the loopback interface ioctl, signal dispositions, `pre_exec`) lives here.
-#![allow(unsafe_code, reason = "this module is the crate's one home for unsafe code")]
+#![allow(
+    unsafe_code,
+    reason = "this module is the crate's one home for unsafe code"
+)]
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -73,10 +76,15 @@ pub(crate) fn close_descriptors_except(keep: &[RawFd]) -> io::Result<()> {
     let mut first = 3;
     for fd in keep.into_iter().chain(std::iter::once(RawFd::MAX)) {
         if fd > first {
-            let last = if fd == RawFd::MAX { u32::MAX } else { (fd - 1).cast_unsigned() };
+            let last = if fd == RawFd::MAX {
+                u32::MAX
+            } else {
+                (fd - 1).cast_unsigned()
+            };
             // SAFETY: closing descriptors nobody else in this (single-threaded, freshly
             // forked) process uses; Rust objects owning them are never used again.
-            let rc = unsafe { libc::syscall(libc::SYS_close_range, first.cast_unsigned(), last, 0u32) };
+            let rc =
+                unsafe { libc::syscall(libc::SYS_close_range, first.cast_unsigned(), last, 0u32) };
             if rc == -1 {
                 return Err(io::Error::last_os_error());
             }
@@ -105,7 +113,8 @@ pub(crate) fn loopback_up() -> io::Result<()> {
             Err(io::Error::last_os_error())
         } else {
             let flags = request.ifr_ifru.ifru_flags;
-            request.ifr_ifru.ifru_flags = flags | libc::c_short::try_from(libc::IFF_UP).unwrap_or(1);
+            request.ifr_ifru.ifru_flags =
+                flags | libc::c_short::try_from(libc::IFF_UP).unwrap_or(1);
             if libc::ioctl(sock, libc::SIOCSIFFLAGS, &raw const request) < 0 {
                 Err(io::Error::last_os_error())
             } else {
@@ -125,7 +134,8 @@ pub(crate) fn async_fd(
 ) -> io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
     // SAFETY: the `OwnedFd` is a valid descriptor that the returned `AsyncFd` owns; nothing
     // else closes or replaces it while it is registered.
-    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, interest) }.map_err(|e| e.into_parts().1)
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, interest) }
+        .map_err(|e| e.into_parts().1)
 }
 
 /// Enters a new cgroup namespace rooted at the process's current cgroups.
@@ -221,7 +231,12 @@ pub(crate) fn landlock_abi() -> Option<u32> {
     // SAFETY: with a null attribute pointer, size 0 and the VERSION flag the call only
     // returns the ABI version; it reads and writes no memory.
     let rc = unsafe {
-        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
     u32::try_from(rc).ok().filter(|v| *v > 0)
 }

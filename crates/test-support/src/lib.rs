@@ -46,7 +46,6 @@ pub fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-
 /// Lines of this process's mount table that mention `path`.
 pub fn mounts_under(path: &Path) -> Vec<String> {
     let needle = path.to_string_lossy().into_owned();

@@ -126,6 +126,10 @@ impl StreamKind {
 }
 
 /// How a command ended and what it printed.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about one run, as clients read them"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ExecResult {
     /// The exit status, or `128 + signal` when a signal ended the process (as a shell reports).

@@ -13,5 +13,9 @@ pub mod units;
 
 pub use exec::{Command, ExecEvent, ExecRequest, ExecResult, StreamKind};
 pub use fs::{FileInfo, FileKind};
-pub use process::{OutputChunk, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState, PtySize};
-pub use sandbox::{Limits, NetworkMode, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError};
+pub use process::{
+    OutputChunk, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState, PtySize,
+};
+pub use sandbox::{
+    Limits, NetworkMode, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
+};

@@ -23,8 +23,11 @@ impl SandboxId {
     /// [`SandboxId::from_random`] (so an id can be used as a path component safely).
     pub fn parse(text: &str) -> Option<Self> {
         let hex = text.strip_prefix("sb-")?;
-        (hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| Self(text.to_owned()))
+        (hex.len() == 8
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| Self(text.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -161,7 +164,10 @@ pub struct SpecError {
 
 impl SpecError {
     pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
-        Self { field, reason: reason.into() }
+        Self {
+            field,
+            reason: reason.into(),
+        }
     }
 }
 
@@ -174,7 +180,10 @@ impl SandboxSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         let limits = &self.limits;
         if limits.memory_bytes == 0 {
-            return Err(SpecError::new("limits.memory_bytes", "must be greater than zero"));
+            return Err(SpecError::new(
+                "limits.memory_bytes",
+                "must be greater than zero",
+            ));
         }
         if limits.memory_bytes < MIN_MEMORY_BYTES {
             return Err(SpecError::new(
@@ -186,22 +195,38 @@ impl SandboxSpec {
             return Err(SpecError::new("limits.pids", "must be greater than zero"));
         }
         if limits.cpu_millis == 0 {
-            return Err(SpecError::new("limits.cpu_millis", "must be greater than zero"));
+            return Err(SpecError::new(
+                "limits.cpu_millis",
+                "must be greater than zero",
+            ));
         }
         if limits.open_files < 16 {
             return Err(SpecError::new("limits.open_files", "must be at least 16"));
         }
         if limits.file_size_bytes == 0 {
-            return Err(SpecError::new("limits.file_size_bytes", "must be greater than zero"));
+            return Err(SpecError::new(
+                "limits.file_size_bytes",
+                "must be greater than zero",
+            ));
         }
         if limits.tmp_bytes == 0 {
-            return Err(SpecError::new("limits.tmp_bytes", "must be greater than zero"));
+            return Err(SpecError::new(
+                "limits.tmp_bytes",
+                "must be greater than zero",
+            ));
         }
         if self.image.is_empty() {
             return Err(SpecError::new("image", "must not be empty"));
         }
-        if self.image.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(SpecError::new("image", format!("{:?} is not an image name", self.image)));
+        if self
+            .image
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(SpecError::new(
+                "image",
+                format!("{:?} is not an image name", self.image),
+            ));
         }
         if let Some(workspace) = &self.workspace
             && !workspace.is_absolute()
@@ -261,7 +286,13 @@ mod tests {
         let id = SandboxId::from_random([0xde, 0xad, 0xbe, 0xef]);
         assert_eq!(id.as_str(), "sb-deadbeef");
         assert_eq!(SandboxId::parse("sb-deadbeef"), Some(id));
-        for bad in ["sb-DEADBEEF", "sb-../../x", "sb-1234567", "xx-deadbeef", "sb-deadbeef0"] {
+        for bad in [
+            "sb-DEADBEEF",
+            "sb-../../x",
+            "sb-1234567",
+            "xx-deadbeef",
+            "sb-deadbeef0",
+        ] {
             assert_eq!(SandboxId::parse(bad), None, "{bad}");
         }
     }
@@ -269,14 +300,62 @@ mod tests {
     #[test]
     fn invalid_specs_name_the_field() {
         let cases: Vec<(SandboxSpec, &str)> = vec![
-            (SandboxSpec { limits: Limits { memory_bytes: 0, ..Limits::default() }, ..SandboxSpec::default() }, "limits.memory_bytes"),
-            (SandboxSpec { limits: Limits { pids: 0, ..Limits::default() }, ..SandboxSpec::default() }, "limits.pids"),
-            (SandboxSpec { limits: Limits { cpu_millis: 0, ..Limits::default() }, ..SandboxSpec::default() }, "limits.cpu_millis"),
-            (SandboxSpec { image: String::new(), ..SandboxSpec::default() }, "image"),
-            (SandboxSpec { workspace: Some("relative".into()), ..SandboxSpec::default() }, "workspace"),
-            (SandboxSpec { env: [("A=B".to_owned(), String::new())].into(), ..SandboxSpec::default() }, "env"),
+            (
+                SandboxSpec {
+                    limits: Limits {
+                        memory_bytes: 0,
+                        ..Limits::default()
+                    },
+                    ..SandboxSpec::default()
+                },
+                "limits.memory_bytes",
+            ),
+            (
+                SandboxSpec {
+                    limits: Limits {
+                        pids: 0,
+                        ..Limits::default()
+                    },
+                    ..SandboxSpec::default()
+                },
+                "limits.pids",
+            ),
+            (
+                SandboxSpec {
+                    limits: Limits {
+                        cpu_millis: 0,
+                        ..Limits::default()
+                    },
+                    ..SandboxSpec::default()
+                },
+                "limits.cpu_millis",
+            ),
+            (
+                SandboxSpec {
+                    image: String::new(),
+                    ..SandboxSpec::default()
+                },
+                "image",
+            ),
+            (
+                SandboxSpec {
+                    workspace: Some("relative".into()),
+                    ..SandboxSpec::default()
+                },
+                "workspace",
+            ),
+            (
+                SandboxSpec {
+                    env: [("A=B".to_owned(), String::new())].into(),
+                    ..SandboxSpec::default()
+                },
+                "env",
+            ),
         ];
-        let got: Vec<_> = cases.iter().map(|(spec, _)| spec.validate().map_err(|e| e.field)).collect();
+        let got: Vec<_> = cases
+            .iter()
+            .map(|(spec, _)| spec.validate().map_err(|e| e.field))
+            .collect();
         let want: Vec<_> = cases.iter().map(|(_, field)| Err(*field)).collect();
         assert_eq!(got, want);
         assert_eq!(SandboxSpec::default().validate(), Ok(()));
@@ -285,8 +364,15 @@ mod tests {
     #[test]
     fn unknown_network_mode_is_named() {
         let err = "bridge".parse::<NetworkMode>().unwrap_err();
-        assert_eq!(err.to_string(), "invalid network: unknown network mode \"bridge\"; expected one of none, allowlist, open");
+        assert_eq!(
+            err.to_string(),
+            "invalid network: unknown network mode \"bridge\"; expected one of none, allowlist, open"
+        );
         let spec: Result<SandboxSpec, _> = serde_json::from_str(r#"{"network":"bridge"}"#);
-        assert!(spec.unwrap_err().to_string().contains("unknown variant `bridge`"));
+        assert!(
+            spec.unwrap_err()
+                .to_string()
+                .contains("unknown variant `bridge`")
+        );
     }
 }

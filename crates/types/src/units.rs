@@ -49,7 +49,10 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
             });
         }
     };
-    #[expect(clippy::cast_precision_loss, reason = "multipliers are exact powers of two")]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "multipliers are exact powers of two"
+    )]
     let bytes = value * multiplier as f64;
     if !bytes.is_finite() || bytes >= 18_446_744_073_709_551_615.0 {
         return Err(UnitError::Overflow(input.to_owned()));
@@ -78,7 +81,8 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         let seconds: f64 = text
             .parse()
             .map_err(|_| UnitError::Number(input.to_owned()))?;
-        return Duration::try_from_secs_f64(seconds).map_err(|_| UnitError::Overflow(input.to_owned()));
+        return Duration::try_from_secs_f64(seconds)
+            .map_err(|_| UnitError::Overflow(input.to_owned()));
     }
     let mut total = 0f64;
     let mut rest = text;
@@ -199,7 +203,13 @@ mod tests {
             ("64k", Ok(64 << 10)),
             ("-1M", Err(UnitError::Negative("-1M".into()))),
             ("", Err(UnitError::Empty)),
-            ("12X", Err(UnitError::Unit { input: "12X".into(), unit: "X".into() })),
+            (
+                "12X",
+                Err(UnitError::Unit {
+                    input: "12X".into(),
+                    unit: "X".into(),
+                }),
+            ),
             ("M", Err(UnitError::Number("M".into()))),
         ];
         let got: Vec<_> = cases.iter().map(|(input, _)| parse_size(input)).collect();
@@ -214,14 +224,26 @@ mod tests {
             ("10", Ok(Duration::from_secs(10))),
             ("250ms", Ok(Duration::from_millis(250))),
             ("1m30s", Ok(Duration::from_secs(90))),
-            ("1.5h", Ok(Duration::from_secs(5400))),
-            ("2h45m", Ok(Duration::from_secs(9900))),
+            ("1.5h", Ok(Duration::from_mins(90))),
+            ("2h45m", Ok(Duration::from_mins(165))),
             ("850µs", Ok(Duration::from_micros(850))),
             ("-5m", Err(UnitError::Negative("-5m".into()))),
-            ("not-a-duration", Err(UnitError::Number("not-a-duration".into()))),
-            ("5 minutes", Err(UnitError::Unit { input: "5 minutes".into(), unit: " minutes".into() })),
+            (
+                "not-a-duration",
+                Err(UnitError::Number("not-a-duration".into())),
+            ),
+            (
+                "5 minutes",
+                Err(UnitError::Unit {
+                    input: "5 minutes".into(),
+                    unit: " minutes".into(),
+                }),
+            ),
         ];
-        let got: Vec<_> = cases.iter().map(|(input, _)| parse_duration(input)).collect();
+        let got: Vec<_> = cases
+            .iter()
+            .map(|(input, _)| parse_duration(input))
+            .collect();
         let want: Vec<_> = cases.into_iter().map(|(_, want)| want).collect();
         assert_eq!(got, want);
     }
@@ -240,12 +262,26 @@ mod tests {
         .into_iter()
         .map(|d| GoDuration(d).to_string())
         .collect();
-        assert_eq!(got, ["0s", "12ns", "850µs", "1.234567ms", "2.5s", "1m3.2s", "1h2m3s"]);
+        assert_eq!(
+            got,
+            [
+                "0s",
+                "12ns",
+                "850µs",
+                "1.234567ms",
+                "2.5s",
+                "1m3.2s",
+                "1h2m3s"
+            ]
+        );
     }
 
     #[test]
     fn sizes_for_people() {
-        let got: Vec<String> = [0, 512, 1536, 256 << 20, 3 << 29].into_iter().map(format_size).collect();
+        let got: Vec<String> = [0, 512, 1536, 256 << 20, 3 << 29]
+            .into_iter()
+            .map(format_size)
+            .collect();
         assert_eq!(got, ["0 B", "512 B", "1.5 KiB", "256 MiB", "1.5 GiB"]);
     }
 }

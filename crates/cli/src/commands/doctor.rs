@@ -21,10 +21,19 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     let data_dir = crate::settings::data_dir(&args.data)?;
     let started = Instant::now();
-    let backend = JailBackend::new(JailConfig::new(&data_dir)).context("cannot set up the sandbox backend")?;
-    let info = backend.create(SandboxSpec::default()).await.context("cannot create a sandbox")?;
-    let result = backend.exec(&info.id, ExecRequest::argv(["/bin/true"])).await;
-    backend.destroy(&info.id).await.context("cannot remove the test sandbox")?;
+    let backend = JailBackend::new(JailConfig::new(&data_dir))
+        .context("cannot set up the sandbox backend")?;
+    let info = backend
+        .create(SandboxSpec::default())
+        .await
+        .context("cannot create a sandbox")?;
+    let result = backend
+        .exec(&info.id, ExecRequest::argv(["/bin/true"]))
+        .await;
+    backend
+        .destroy(&info.id)
+        .await
+        .context("cannot remove the test sandbox")?;
     let result = result.context("cannot run /bin/true in the test sandbox")?;
     let elapsed = started.elapsed();
     output::line(&format!(
@@ -37,5 +46,9 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     for note in backend.host_notes() {
         output::line(&format!("! degraded    {note}"));
     }
-    Ok(if result.success() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if result.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -16,21 +16,28 @@ use crate::output;
 fn spec_from(args: &RunArgs) -> anyhow::Result<SandboxSpec> {
     let mut limits = Limits::default();
     if let Some(memory) = &args.memory {
-        limits.memory_bytes =
-            parse_size(memory).with_context(|| format!("invalid --memory {memory:?}: expected a size such as 256M or 1G"))?;
+        limits.memory_bytes = parse_size(memory).with_context(|| {
+            format!("invalid --memory {memory:?}: expected a size such as 256M or 1G")
+        })?;
     }
     if let Some(pids) = &args.pids {
-        limits.pids = pids
-            .parse()
-            .with_context(|| format!("invalid --pids {pids:?}: expected a positive whole number"))?;
+        limits.pids = pids.parse().with_context(|| {
+            format!("invalid --pids {pids:?}: expected a positive whole number")
+        })?;
     }
     if let Some(cpus) = &args.cpus {
         let value: f64 = cpus
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite() && *v > 0.0)
-            .with_context(|| format!("invalid --cpus {cpus:?}: expected a positive number such as 1 or 0.5"))?;
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked positive and finite")]
+            .with_context(|| {
+                format!("invalid --cpus {cpus:?}: expected a positive number such as 1 or 0.5")
+            })?;
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "checked positive and finite"
+        )]
         let millis = (value * 1000.0).round() as u32;
         limits.cpu_millis = millis.max(1);
     }
@@ -44,13 +51,25 @@ fn spec_from(args: &RunArgs) -> anyhow::Result<SandboxSpec> {
     let workspace = args
         .workspace
         .as_ref()
-        .map(|dir| std::fs::canonicalize(dir).with_context(|| format!("invalid --workspace {}", dir.display())))
+        .map(|dir| {
+            std::fs::canonicalize(dir)
+                .with_context(|| format!("invalid --workspace {}", dir.display()))
+        })
         .transpose()?;
     let network = args
         .network
         .parse()
-        .map_err(|err: forge_types::SpecError| anyhow::anyhow!("invalid --network: {}", err.reason))?;
-    let spec = SandboxSpec { image: args.image.clone(), limits, network, workspace, env, ..SandboxSpec::default() };
+        .map_err(|err: forge_types::SpecError| {
+            anyhow::anyhow!("invalid --network: {}", err.reason)
+        })?;
+    let spec = SandboxSpec {
+        image: args.image.clone(),
+        limits,
+        network,
+        workspace,
+        env,
+        ..SandboxSpec::default()
+    };
     spec.validate().map_err(|err| {
         let flag = match err.field {
             "limits.memory_bytes" => "--memory",
@@ -66,23 +85,33 @@ fn spec_from(args: &RunArgs) -> anyhow::Result<SandboxSpec> {
     Ok(spec)
 }
 
-pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
     let spec = spec_from(&args)?;
     let timeout = args
         .timeout
         .as_deref()
-        .map(|t| parse_duration(t).with_context(|| format!("invalid --timeout {t:?}: expected a duration such as 10s or 2m")))
+        .map(|t| {
+            parse_duration(t).with_context(|| {
+                format!("invalid --timeout {t:?}: expected a duration such as 10s or 2m")
+            })
+        })
         .transpose()?;
     let stdin = if std::io::stdin().is_terminal() {
         None
     } else {
         let mut data = Vec::new();
-        std::io::stdin().read_to_end(&mut data).context("reading stdin")?;
+        std::io::stdin()
+            .read_to_end(&mut data)
+            .context("reading stdin")?;
         Some(data)
     };
     let data_dir = crate::settings::data_dir(&args.data)?;
-    let backend = JailBackend::new(JailConfig::new(&data_dir)).context("cannot set up the sandbox backend")?;
-    let info = backend.create(spec).await.context("cannot create the sandbox")?;
+    let backend = JailBackend::new(JailConfig::new(&data_dir))
+        .context("cannot set up the sandbox backend")?;
+    let info = backend
+        .create(spec)
+        .await
+        .context("cannot create the sandbox")?;
     for note in &info.degraded {
         output::warning(note);
     }
@@ -95,10 +124,15 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
     };
     let destroyed = backend.destroy(&info.id).await;
+    let settled = backend.settle().await;
     let result = outcome?;
     destroyed.with_context(|| format!("cannot remove sandbox {}", info.id))?;
+    settled.context("cannot clean up after the sandbox")?;
     if result.timed_out {
-        output::note(&format!("forge: command timed out after {}", args.timeout.as_deref().unwrap_or("?")));
+        output::note(&format!(
+            "forge: command timed out after {}",
+            args.timeout.as_deref().unwrap_or("?")
+        ));
         return Ok(ExitCode::from(124));
     }
     if result.oom_killed {
@@ -107,7 +141,9 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             forge_types::units::format_size(info.spec.limits.memory_bytes)
         ));
     }
-    Ok(ExitCode::from(u8::try_from(result.exit_code & 0xff).unwrap_or(1)))
+    Ok(ExitCode::from(
+        u8::try_from(result.exit_code & 0xff).unwrap_or(1),
+    ))
 }
 
 async fn stream_command(
@@ -115,7 +151,10 @@ async fn stream_command(
     id: &forge_types::SandboxId,
     request: ExecRequest,
 ) -> anyhow::Result<forge_types::ExecResult> {
-    let mut events = backend.exec_stream(id, request).await.context("cannot run the command")?;
+    let mut events = backend
+        .exec_stream(id, request)
+        .await
+        .context("cannot run the command")?;
     while let Some(event) = events.next().await {
         match event.context("lost the command's output")? {
             ExecEvent::Output { stream, data } => {

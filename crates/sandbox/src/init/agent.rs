@@ -13,8 +13,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use forge_types::{
-    ExecRequest, ExecResult, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState, PtySize,
-    StreamKind,
+    ExecRequest, ExecResult, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState,
+    PtySize, StreamKind,
 };
 use rustix::process::Signal;
 use tokio::net::UnixStream;
@@ -26,7 +26,9 @@ use crate::init::confine::Confinement;
 use crate::init::files::{self, WORKSPACE};
 use crate::init::output::{Capture, OutputLog};
 use crate::init::spawn::{self, AsyncPipe, Children, Exit, Launch, LaunchError};
-use crate::proto::{self, CHUNK, ErrorKind, FrameError, PROTOCOL_VERSION, RemoteError, Request, Response};
+use crate::proto::{
+    self, CHUNK, ErrorKind, FrameError, PROTOCOL_VERSION, RemoteError, Request, Response,
+};
 use crate::sys;
 
 /// How long output is still collected after a command exited, for descendants that keep
@@ -80,7 +82,12 @@ impl Process {
 
     fn output(&self, cursor: u64, max_bytes: u64) -> ProcessOutput {
         let (chunks, next_cursor, dropped) = self.log.borrow().read(cursor, max_bytes);
-        ProcessOutput { chunks, next_cursor, dropped, state: self.state.get() }
+        ProcessOutput {
+            chunks,
+            next_cursor,
+            dropped,
+            state: self.state.get(),
+        }
     }
 
     fn running(&self) -> bool {
@@ -89,7 +96,11 @@ impl Process {
 }
 
 impl Agent {
-    pub(crate) fn new(confinement: Confinement, env: BTreeMap<String, String>, oom_events: Option<OwnedFd>) -> Self {
+    pub(crate) fn new(
+        confinement: Confinement,
+        env: BTreeMap<String, String>,
+        oom_events: Option<OwnedFd>,
+    ) -> Self {
         Self {
             confinement,
             env,
@@ -103,9 +114,11 @@ impl Agent {
 
 /// Serves the control socket until the sandbox is destroyed (the init is killed).
 pub(crate) fn serve(listener: std::os::unix::net::UnixListener, agent: Agent) -> ! {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(_) => sys::exit_immediately(70),
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        sys::exit_immediately(70)
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
@@ -134,27 +147,40 @@ impl Agent {
         let (mut reader, mut writer) = stream.into_split();
         match proto::read_frame(&mut reader).await {
             Ok(Some(Request::Hello { version })) if version == PROTOCOL_VERSION => {
-                let hello = Response::Hello { version: PROTOCOL_VERSION, pid: 1 };
+                let hello = Response::Hello {
+                    version: PROTOCOL_VERSION,
+                    pid: 1,
+                };
                 if proto::write_frame(&mut writer, &hello).await.is_err() {
                     return;
                 }
             }
             Ok(Some(Request::Hello { version })) => {
-                let message = format!("protocol version {version} is not supported; this agent speaks {PROTOCOL_VERSION}");
-                let _ = proto::write_frame(&mut writer, &error_frame(ErrorKind::Protocol, message)).await;
+                let message = format!(
+                    "protocol version {version} is not supported; this agent speaks {PROTOCOL_VERSION}"
+                );
+                let _ = proto::write_frame(&mut writer, &error_frame(ErrorKind::Protocol, message))
+                    .await;
                 return;
             }
             _ => {
-                let _ = proto::write_frame(&mut writer, &error_frame(ErrorKind::Protocol, "expected hello")).await;
+                let _ = proto::write_frame(
+                    &mut writer,
+                    &error_frame(ErrorKind::Protocol, "expected hello"),
+                )
+                .await;
                 return;
             }
         }
         loop {
-            let request = match proto::read_frame(&mut reader).await {
-                Ok(Some(request)) => request,
-                Ok(None) | Err(_) => return,
+            let Ok(Some(request)) = proto::read_frame(&mut reader).await else {
+                return;
             };
-            if self.handle(request, &mut reader, &mut writer).await.is_err() {
+            if self
+                .handle(request, &mut reader, &mut writer)
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -168,28 +194,59 @@ impl Agent {
     ) -> Result<(), FrameError> {
         let response = match request {
             Request::Ping => Response::Pong,
-            Request::Exec { request, stream } => return self.exec(request, stream, reader, writer).await,
+            Request::Exec { request, stream } => {
+                return self.exec(request, stream, reader, writer).await;
+            }
             Request::Spawn { spec } => reply(self.spawn(spec).map(Response::Process)),
             Request::ListProcesses => Response::Processes {
                 processes: self.processes.borrow().values().map(|p| p.info()).collect(),
             },
             Request::Signal { id, signal } => reply(self.signal(id, signal).map(|()| Response::Ok)),
-            Request::WriteStdin { id, data, close } => reply(self.write_stdin(id, &data, close).await.map(|()| Response::Ok)),
-            Request::ReadOutput { id, cursor, max_bytes, wait_ms } => {
-                reply(self.read_output(id, cursor, max_bytes, wait_ms).await.map(Response::ProcessOutput))
-            }
+            Request::WriteStdin { id, data, close } => reply(
+                self.write_stdin(id, &data, close)
+                    .await
+                    .map(|()| Response::Ok),
+            ),
+            Request::ReadOutput {
+                id,
+                cursor,
+                max_bytes,
+                wait_ms,
+            } => reply(
+                self.read_output(id, cursor, max_bytes, wait_ms)
+                    .await
+                    .map(Response::ProcessOutput),
+            ),
             Request::Attach { id, cursor } => return self.attach(id, cursor, reader, writer).await,
-            Request::Wait { id, timeout_ms } => reply(self.wait(id, timeout_ms).await.map(Response::Process)),
+            Request::Wait { id, timeout_ms } => {
+                reply(self.wait(id, timeout_ms).await.map(Response::Process))
+            }
             Request::Resize { id, size } => reply(self.resize(id, size).map(|()| Response::Ok)),
-            Request::ReadFile { path, offset, limit } => return read_file(&path, offset, limit, writer).await,
-            Request::WriteFile { path, mode, append } => return write_file(&path, mode, append, reader, writer).await,
-            Request::ListDir { path } => reply(files::list_dir(&path).map(|files| Response::Files { files })),
+            Request::ReadFile {
+                path,
+                offset,
+                limit,
+            } => return read_file(&path, offset, limit, writer).await,
+            Request::WriteFile { path, mode, append } => {
+                return write_file(&path, mode, append, reader, writer).await;
+            }
+            Request::ListDir { path } => {
+                reply(files::list_dir(&path).map(|files| Response::Files { files }))
+            }
             Request::Stat { path } => reply(files::stat(&path).map(Response::Stat)),
-            Request::Mkdir { path, mode } => reply(files::mkdir(&path, mode).map(|()| Response::Ok)),
+            Request::Mkdir { path, mode } => {
+                reply(files::mkdir(&path, mode).map(|()| Response::Ok))
+            }
             Request::Rename { from, to } => reply(files::rename(&from, &to).map(|()| Response::Ok)),
-            Request::Chmod { path, mode } => reply(files::chmod(&path, mode).map(|()| Response::Ok)),
-            Request::Remove { path, recursive } => reply(files::remove(&path, recursive).map(|()| Response::Ok)),
-            Request::Glob { pattern } => reply(files::glob(&pattern).map(|paths| Response::Paths { paths })),
+            Request::Chmod { path, mode } => {
+                reply(files::chmod(&path, mode).map(|()| Response::Ok))
+            }
+            Request::Remove { path, recursive } => {
+                reply(files::remove(&path, recursive).map(|()| Response::Ok))
+            }
+            Request::Glob { pattern } => {
+                reply(files::glob(&pattern).map(|paths| Response::Paths { paths }))
+            }
             Request::Hello { .. } | Request::Chunk { .. } | Request::End => {
                 error_frame(ErrorKind::Protocol, "unexpected frame outside an upload")
             }
@@ -239,38 +296,72 @@ impl Agent {
         })();
         let (out_r, out_w, err_r, err_w, stdin_child, stdin_ours) = match pipes {
             Ok(pipes) => pipes,
-            Err(err) => return proto::write_frame(writer, &error_frame(ErrorKind::Other, format!("cannot create pipes: {err}"))).await,
+            Err(err) => {
+                return proto::write_frame(
+                    writer,
+                    &error_frame(ErrorKind::Other, format!("cannot create pipes: {err}")),
+                )
+                .await;
+            }
         };
         let oom_before = self.oom_kills();
         let launched = spawn::launch(
             &self.children,
             &self.confinement,
-            Launch { argv: &argv, env: &env, cwd, stdin: stdin_child, stdout: out_w, stderr: err_w, tty: false },
+            Launch {
+                argv: &argv,
+                env: &env,
+                cwd,
+                stdin: stdin_child,
+                stdout: out_w,
+                stderr: err_w,
+                tty: false,
+            },
         );
         let (pid, mut exit_rx) = match launched {
             Ok(launched) => launched,
             Err(LaunchError::Exec { code, message }) => {
-                let mut result = ExecResult { exit_code: code, duration_us: elapsed_us(started), ..ExecResult::default() };
+                let mut result = ExecResult {
+                    exit_code: code,
+                    duration_us: elapsed_us(started),
+                    ..ExecResult::default()
+                };
                 if stream {
-                    proto::write_frame(writer, &Response::Output { stream: StreamKind::Stderr, data: message.into_bytes() }).await?;
+                    proto::write_frame(
+                        writer,
+                        &Response::Output {
+                            stream: StreamKind::Stderr,
+                            data: message.into_bytes(),
+                        },
+                    )
+                    .await?;
                 } else {
                     result.stderr = message.into_bytes();
                 }
                 return proto::write_frame(writer, &Response::Exec(result)).await;
             }
-            Err(LaunchError::Invalid(message)) => return proto::write_frame(writer, &error_frame(ErrorKind::InvalidInput, message)).await,
+            Err(LaunchError::Invalid(message)) => {
+                return proto::write_frame(writer, &error_frame(ErrorKind::InvalidInput, message))
+                    .await;
+            }
             Err(LaunchError::Io(err)) => {
-                return proto::write_frame(writer, &error_frame(ErrorKind::Other, format!("cannot start {}: {err}", argv[0]))).await;
+                return proto::write_frame(
+                    writer,
+                    &error_frame(ErrorKind::Other, format!("cannot start {}: {err}", argv[0])),
+                )
+                .await;
             }
         };
 
-        let (stdout, stderr) = match (AsyncPipe::new(out_r), AsyncPipe::new(err_r)) {
-            (Ok(out), Ok(err)) => (Rc::new(out), Rc::new(err)),
-            _ => {
-                spawn::kill_group(pid, Signal::KILL);
-                return proto::write_frame(writer, &error_frame(ErrorKind::Other, "cannot watch the output pipes")).await;
-            }
+        let (Ok(stdout), Ok(stderr)) = (AsyncPipe::new(out_r), AsyncPipe::new(err_r)) else {
+            spawn::kill_group(pid, Signal::KILL);
+            return proto::write_frame(
+                writer,
+                &error_frame(ErrorKind::Other, "cannot watch the output pipes"),
+            )
+            .await;
         };
+        let (stdout, stderr) = (Rc::new(stdout), Rc::new(stderr));
         let limit = request.output_limit();
         if let (Some(data), Some(fd)) = (request.stdin, stdin_ours)
             && let Ok(pipe) = AsyncPipe::new(fd)
@@ -286,7 +377,9 @@ impl Agent {
         } else {
             (Capture::keeping(limit), Capture::keeping(limit))
         };
-        let deadline = request.timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+        let deadline = request
+            .timeout_ms
+            .map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
         let mut out_buf = vec![0u8; 64 << 10];
         let mut err_buf = vec![0u8; 64 << 10];
         let (mut out_open, mut err_open) = (true, true);
@@ -348,8 +441,12 @@ impl Agent {
         if client_gone {
             return Err(FrameError::Closed);
         }
-        let exit = exit.unwrap_or(Exit { code: None, signal: None });
-        let oom_killed = !timed_out && exit.signal == Some(libc::SIGKILL) && self.oom_kills() > oom_before;
+        let exit = exit.unwrap_or(Exit {
+            code: None,
+            signal: None,
+        });
+        let oom_killed =
+            !timed_out && exit.signal == Some(libc::SIGKILL) && self.oom_kills() > oom_before;
         let result = ExecResult {
             exit_code: exit.shell_code(),
             signal: exit.signal,
@@ -365,11 +462,16 @@ impl Agent {
     }
 
     fn spawn(self: &Rc<Self>, spec: ProcessSpec) -> Result<ProcessInfo, RemoteError> {
-        let other = |err: io::Error| RemoteError::new(ErrorKind::Other, format!("cannot start process: {err}"));
+        let other = |err: io::Error| {
+            RemoteError::new(ErrorKind::Other, format!("cannot start process: {err}"))
+        };
         {
             let mut processes = self.processes.borrow_mut();
             if processes.len() >= MAX_PROCESSES {
-                let oldest_exited = processes.iter().find(|(_, p)| !p.running()).map(|(id, _)| *id);
+                let oldest_exited = processes
+                    .iter()
+                    .find(|(_, p)| !p.running())
+                    .map(|(id, _)| *id);
                 match oldest_exited {
                     Some(id) => {
                         processes.remove(&id);
@@ -377,7 +479,9 @@ impl Agent {
                     None => {
                         return Err(RemoteError::new(
                             ErrorKind::InvalidInput,
-                            format!("{MAX_PROCESSES} background processes are running; stop some first"),
+                            format!(
+                                "{MAX_PROCESSES} background processes are running; stop some first"
+                            ),
                         ));
                     }
                 }
@@ -387,32 +491,66 @@ impl Agent {
         let mut env = self.env_for(&spec.env);
         let cwd = spec.cwd.as_deref().unwrap_or(WORKSPACE);
         let (launch_streams, readers, stdin, terminal) = if let Some(size) = spec.pty {
-            env.entry("TERM".into()).or_insert_with(|| "xterm-256color".into());
+            env.entry("TERM".into())
+                .or_insert_with(|| "xterm-256color".into());
             let (master, slave) = open_pty(size).map_err(other)?;
             let master = Rc::new(AsyncPipe::new(master).map_err(other)?);
-            let streams = (spawn::duplicate(&slave).map_err(other)?, spawn::duplicate(&slave).map_err(other)?, slave);
-            (streams, vec![(StreamKind::Stdout, master.clone())], Some(master.clone()), Some(master))
+            let streams = (
+                spawn::duplicate(&slave).map_err(other)?,
+                spawn::duplicate(&slave).map_err(other)?,
+                slave,
+            );
+            (
+                streams,
+                vec![(StreamKind::Stdout, master.clone())],
+                Some(master.clone()),
+                Some(master),
+            )
         } else {
             let (in_r, in_w) = spawn::pipe().map_err(other)?;
             let (out_r, out_w) = spawn::pipe().map_err(other)?;
             let (err_r, err_w) = spawn::pipe().map_err(other)?;
             let readers = vec![
-                (StreamKind::Stdout, Rc::new(AsyncPipe::new(out_r).map_err(other)?)),
-                (StreamKind::Stderr, Rc::new(AsyncPipe::new(err_r).map_err(other)?)),
+                (
+                    StreamKind::Stdout,
+                    Rc::new(AsyncPipe::new(out_r).map_err(other)?),
+                ),
+                (
+                    StreamKind::Stderr,
+                    Rc::new(AsyncPipe::new(err_r).map_err(other)?),
+                ),
             ];
-            ((in_r, out_w, err_w), readers, Some(Rc::new(AsyncPipe::new(in_w).map_err(other)?)), None)
+            (
+                (in_r, out_w, err_w),
+                readers,
+                Some(Rc::new(AsyncPipe::new(in_w).map_err(other)?)),
+                None,
+            )
         };
         let (child_in, child_out, child_err) = launch_streams;
         let (pid, exit_rx) = match spawn::launch(
             &self.children,
             &self.confinement,
-            Launch { argv: &argv, env: &env, cwd, stdin: child_in, stdout: child_out, stderr: child_err, tty: spec.pty.is_some() },
+            Launch {
+                argv: &argv,
+                env: &env,
+                cwd,
+                stdin: child_in,
+                stdout: child_out,
+                stderr: child_err,
+                tty: spec.pty.is_some(),
+            },
         ) {
             Ok(launched) => launched,
             Err(LaunchError::Exec { message, .. }) => {
-                return Err(RemoteError::new(ErrorKind::NotFound, message.trim_end().to_owned()));
+                return Err(RemoteError::new(
+                    ErrorKind::NotFound,
+                    message.trim_end().to_owned(),
+                ));
             }
-            Err(LaunchError::Invalid(message)) => return Err(RemoteError::new(ErrorKind::InvalidInput, message)),
+            Err(LaunchError::Invalid(message)) => {
+                return Err(RemoteError::new(ErrorKind::InvalidInput, message));
+            }
             Err(LaunchError::Io(err)) => return Err(other(err)),
         };
         let id = self.next_id.get();
@@ -436,44 +574,65 @@ impl Agent {
     }
 
     fn process(&self, id: ProcessId) -> Result<Rc<Process>, RemoteError> {
-        self.processes
-            .borrow()
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| RemoteError::new(ErrorKind::NoSuchProcess, format!("no background process with id {id}")))
+        self.processes.borrow().get(&id).cloned().ok_or_else(|| {
+            RemoteError::new(
+                ErrorKind::NoSuchProcess,
+                format!("no background process with id {id}"),
+            )
+        })
     }
 
     fn signal(&self, id: ProcessId, signal: i32) -> Result<(), RemoteError> {
         let process = self.process(id)?;
-        let signal = Signal::from_named_raw(signal)
-            .ok_or_else(|| RemoteError::new(ErrorKind::InvalidInput, format!("{signal} is not a signal number")))?;
+        let signal = Signal::from_named_raw(signal).ok_or_else(|| {
+            RemoteError::new(
+                ErrorKind::InvalidInput,
+                format!("{signal} is not a signal number"),
+            )
+        })?;
         if process.running() {
             spawn::kill_group(process.pid, signal);
         }
         Ok(())
     }
 
-    async fn write_stdin(&self, id: ProcessId, data: &[u8], close: bool) -> Result<(), RemoteError> {
+    async fn write_stdin(
+        &self,
+        id: ProcessId,
+        data: &[u8],
+        close: bool,
+    ) -> Result<(), RemoteError> {
         let process = self.process(id)?;
         let pipe = process.stdin.borrow().clone();
         let Some(pipe) = pipe else {
-            return Err(RemoteError::new(ErrorKind::InvalidInput, format!("stdin of process {id} is closed")));
+            return Err(RemoteError::new(
+                ErrorKind::InvalidInput,
+                format!("stdin of process {id} is closed"),
+            ));
         };
         if !data.is_empty() {
-            pipe.write_all(data)
-                .await
-                .map_err(|err| RemoteError::new(ErrorKind::Other, format!("writing to process {id}: {err}")))?;
+            pipe.write_all(data).await.map_err(|err| {
+                RemoteError::new(ErrorKind::Other, format!("writing to process {id}: {err}"))
+            })?;
         }
         if close && !process.pty {
             process.stdin.borrow_mut().take();
         } else if close {
             // A terminal has no end of file: send the line discipline's EOF character.
-            pipe.write_all(&[4]).await.map_err(|err| RemoteError::new(ErrorKind::Other, format!("writing to process {id}: {err}")))?;
+            pipe.write_all(&[4]).await.map_err(|err| {
+                RemoteError::new(ErrorKind::Other, format!("writing to process {id}: {err}"))
+            })?;
         }
         Ok(())
     }
 
-    async fn read_output(&self, id: ProcessId, cursor: u64, max_bytes: u64, wait_ms: u64) -> Result<ProcessOutput, RemoteError> {
+    async fn read_output(
+        &self,
+        id: ProcessId,
+        cursor: u64,
+        max_bytes: u64,
+        wait_ms: u64,
+    ) -> Result<ProcessOutput, RemoteError> {
         let process = self.process(id)?;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
         loop {
@@ -481,7 +640,10 @@ impl Agent {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let output = process.output(cursor, max_bytes.min(proto::CHUNK as u64 * 4));
-            if !output.chunks.is_empty() || !process.running() || tokio::time::Instant::now() >= deadline {
+            if !output.chunks.is_empty()
+                || !process.running()
+                || tokio::time::Instant::now() >= deadline
+            {
                 return Ok(output);
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -522,7 +684,11 @@ impl Agent {
         }
     }
 
-    async fn wait(&self, id: ProcessId, timeout_ms: Option<u64>) -> Result<ProcessInfo, RemoteError> {
+    async fn wait(
+        &self,
+        id: ProcessId,
+        timeout_ms: Option<u64>,
+    ) -> Result<ProcessInfo, RemoteError> {
         let process = self.process(id)?;
         let deadline = timeout_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
         loop {
@@ -546,10 +712,17 @@ impl Agent {
     fn resize(&self, id: ProcessId, size: PtySize) -> Result<(), RemoteError> {
         let process = self.process(id)?;
         let Some(terminal) = &process.terminal else {
-            return Err(RemoteError::new(ErrorKind::InvalidInput, format!("process {id} has no terminal")));
+            return Err(RemoteError::new(
+                ErrorKind::InvalidInput,
+                format!("process {id} has no terminal"),
+            ));
         };
-        rustix::termios::tcsetwinsize(terminal.fd(), winsize(size))
-            .map_err(|err| RemoteError::new(ErrorKind::Other, format!("resizing the terminal of process {id}: {err}")))
+        rustix::termios::tcsetwinsize(terminal.fd(), winsize(size)).map_err(|err| {
+            RemoteError::new(
+                ErrorKind::Other,
+                format!("resizing the terminal of process {id}: {err}"),
+            )
+        })
     }
 }
 
@@ -568,7 +741,12 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-async fn drain(stdout: Rc<AsyncPipe>, mut out_open: bool, stderr: Rc<AsyncPipe>, mut err_open: bool) {
+async fn drain(
+    stdout: Rc<AsyncPipe>,
+    mut out_open: bool,
+    stderr: Rc<AsyncPipe>,
+    mut err_open: bool,
+) {
     let (mut out_buf, mut err_buf) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
     while out_open || err_open {
         tokio::select! {
@@ -579,7 +757,11 @@ async fn drain(stdout: Rc<AsyncPipe>, mut out_open: bool, stderr: Rc<AsyncPipe>,
 }
 
 /// Collects a background process's output until it exits, then records how it ended.
-async fn supervise(process: Rc<Process>, readers: Vec<(StreamKind, Rc<AsyncPipe>)>, exit_rx: tokio::sync::oneshot::Receiver<Exit>) {
+async fn supervise(
+    process: Rc<Process>,
+    readers: Vec<(StreamKind, Rc<AsyncPipe>)>,
+    exit_rx: tokio::sync::oneshot::Receiver<Exit>,
+) {
     let handles: Vec<JoinHandle<()>> = readers
         .into_iter()
         .map(|(stream, pipe)| {
@@ -596,27 +778,42 @@ async fn supervise(process: Rc<Process>, readers: Vec<(StreamKind, Rc<AsyncPipe>
             })
         })
         .collect();
-    let exit = exit_rx.await.unwrap_or(Exit { code: None, signal: None });
+    let exit = exit_rx.await.unwrap_or(Exit {
+        code: None,
+        signal: None,
+    });
     let readers_done = futures::future::join_all(handles);
     let _ = tokio::time::timeout(DRAIN_GRACE, readers_done).await;
     process.stdin.borrow_mut().take();
-    process.state.set(ProcessState::Exited { exit_code: exit.shell_code(), signal: exit.signal });
+    process.state.set(ProcessState::Exited {
+        exit_code: exit.shell_code(),
+        signal: exit.signal,
+    });
     process.changed.notify_waiters();
 }
 
 fn winsize(size: PtySize) -> rustix::termios::Winsize {
-    rustix::termios::Winsize { ws_row: size.rows, ws_col: size.cols, ws_xpixel: 0, ws_ypixel: 0 }
+    rustix::termios::Winsize {
+        ws_row: size.rows,
+        ws_col: size.cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
 }
 
 /// Opens a pseudo-terminal pair of the given size: (master, slave).
 fn open_pty(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
     use rustix::pty::OpenptFlags;
-    let master = rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     rustix::pty::grantpt(&master)?;
     rustix::pty::unlockpt(&master)?;
     let name = rustix::pty::ptsname(&master, Vec::new())?;
     let slave = rustix::fs::open(
-        PathBuf::from(std::ffi::OsStr::new(std::str::from_utf8(name.as_bytes()).map_err(io::Error::other)?)).as_path(),
+        PathBuf::from(std::ffi::OsStr::new(
+            std::str::from_utf8(name.as_bytes()).map_err(io::Error::other)?,
+        ))
+        .as_path(),
         rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
@@ -625,7 +822,12 @@ fn open_pty(size: PtySize) -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Streams a file as `Data` frames, then `Ok`.
-async fn read_file(path: &str, offset: u64, limit: Option<u64>, writer: &mut OwnedWriteHalf) -> Result<(), FrameError> {
+async fn read_file(
+    path: &str,
+    offset: u64,
+    limit: Option<u64>,
+    writer: &mut OwnedWriteHalf,
+) -> Result<(), FrameError> {
     let (mut file, path) = match files::open_read(path, offset) {
         Ok(opened) => opened,
         Err(err) => return proto::write_frame(writer, &Response::Error(err)).await,

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, path_beneath_rules,
+    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    path_beneath_rules,
 };
-use rustix::fs::{Mode, OFlags};
 use rustix::process::{Resource, Rlimit};
-use rustix::thread::{CapabilitySet, CapabilitySets, CapabilitiesSecureBits};
+use rustix::thread::{CapabilitiesSecureBits, CapabilitySet, CapabilitySets};
 
 use crate::init::setup::{SetupError, Stage};
 use crate::plan::SpawnPlan;
@@ -23,7 +23,13 @@ use crate::sys;
 const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// Device files processes may write to (and use ioctls on) besides the writable paths.
-const WRITABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"];
+const WRITABLE_DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/pts",
+];
 
 /// The confinement applied to every child of the init.
 #[derive(Debug, Clone)]
@@ -31,7 +37,6 @@ pub(crate) struct Confinement {
     landlock: Option<Arc<OwnedFd>>,
     open_files: u64,
     file_size: u64,
-    reset_oom_score: bool,
 }
 
 impl Confinement {
@@ -50,7 +55,7 @@ impl Confinement {
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
-            .and_then(|r| r.create())
+            .and_then(Ruleset::create)
             .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
             .and_then(|r| r.add_rules(path_beneath_rules(&writable, all)))
             .map_err(io::Error::other)
@@ -60,10 +65,6 @@ impl Confinement {
             landlock: landlock.map(Arc::new),
             open_files: plan.limits.open_files,
             file_size: plan.limits.file_size_bytes,
-            reset_oom_score: std::fs::read_to_string("/proc/self/oom_score_adj")
-                .ok()
-                .and_then(|v| v.trim().parse::<i32>().ok())
-                .is_some_and(|adj| adj < 0),
         })
     }
 
@@ -75,42 +76,37 @@ impl Confinement {
     /// Seals the init itself: no new privileges, the seccomp filters (inherited by every
     /// child), and an empty bounding set so that no program it starts can regain a
     /// capability. The init keeps its own effective capabilities for the file API.
-    pub(crate) fn seal_init(programs: &[seccompiler::BpfProgram]) -> Result<(), SetupError> {
-        // seccompiler sets no-new-privileges before it installs each program.
-        for program in programs {
-            seccompiler::apply_filter(program)
-                .map_err(io::Error::other)
-                .stage(|| "install the seccomp filter".into())?;
-        }
+    pub(crate) fn seal_init(program: &seccompiler::BpfProgram) -> Result<(), SetupError> {
+        // seccompiler sets no-new-privileges before it installs the program.
+        seccompiler::apply_filter(program)
+            .map_err(io::Error::other)
+            .stage(|| "install the seccomp filter".into())?;
         let mut cap = 0;
-        while sys::drop_bounding_capability(cap).stage(|| format!("drop capability {cap} from the bounding set"))? {
+        while sys::drop_bounding_capability(cap)
+            .stage(|| format!("drop capability {cap} from the bounding set"))?
+        {
             cap += 1;
         }
         Ok(())
     }
 
     /// The hook run in each child between fork and exec. Only system calls, no allocation.
-    pub(crate) fn child_hook(&self, controlling_tty: bool) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+    pub(crate) fn child_hook(
+        &self,
+        controlling_tty: bool,
+    ) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let landlock = self.landlock.clone();
         let open_files = self.open_files;
         let file_size = self.file_size;
-        let reset_oom_score = self.reset_oom_score;
         move || {
             rustix::process::setsid()?;
             if controlling_tty {
                 rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
             }
-            // When the init runs with a negative OOM score (so the killer spares it), its
-            // children go back to the default so that they are the ones chosen. The init is
-            // not dumpable, which would make its /proc files (and a fresh child's) owned by
-            // the host's root: the child becomes dumpable first, as exec would make it anyway.
-            if reset_oom_score {
-                rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)?;
-                let adj = rustix::fs::open(c"/proc/self/oom_score_adj", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
-                rustix::io::write(&adj, b"0")?;
-                drop(adj);
-            }
-            let limit = |value| Rlimit { current: Some(value), maximum: Some(value) };
+            let limit = |value| Rlimit {
+                current: Some(value),
+                maximum: Some(value),
+            };
             rustix::process::setrlimit(Resource::Core, limit(0))?;
             rustix::process::setrlimit(Resource::Nofile, limit(open_files))?;
             rustix::process::setrlimit(Resource::Fsize, limit(file_size))?;

@@ -30,7 +30,10 @@ pub(crate) fn resolve(path: &str) -> Result<PathBuf, RemoteError> {
         return Err(RemoteError::new(ErrorKind::InvalidInput, "path is empty"));
     }
     if path.contains('\0') {
-        return Err(RemoteError::new(ErrorKind::InvalidInput, "path contains a NUL byte"));
+        return Err(RemoteError::new(
+            ErrorKind::InvalidInput,
+            "path contains a NUL byte",
+        ));
     }
     let path = Path::new(path);
     Ok(if path.is_absolute() {
@@ -60,7 +63,11 @@ pub(crate) fn io_error(path: &Path, err: &io::Error) -> RemoteError {
         Some(code) => io::Error::from_raw_os_error(code).to_string(),
         None => err.to_string(),
     };
-    let reason = reason.split(" (os error").next().unwrap_or(&reason).to_lowercase();
+    let reason = reason
+        .split(" (os error")
+        .next()
+        .unwrap_or(&reason)
+        .to_lowercase();
     RemoteError::new(kind, format!("{}: {reason}", path.display()))
 }
 
@@ -71,10 +78,17 @@ fn refuse(path: &Path, kind: ErrorKind, why: &str) -> RemoteError {
 /// Checks an opened file: a regular file, not on `/proc` or `/sys`.
 fn check_regular(path: &Path, file: &File) -> Result<(), RemoteError> {
     let fs = rustix::fs::fstatfs(file).map_err(|e| io_error(path, &e.into()))?;
-    #[expect(clippy::useless_conversion, reason = "f_type's width differs between architectures")]
+    #[expect(
+        clippy::useless_conversion,
+        reason = "f_type's width differs between architectures"
+    )]
     let magic = i64::from(fs.f_type);
     if magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC {
-        return Err(refuse(path, ErrorKind::PermissionDenied, "/proc and /sys are not served by the file API"));
+        return Err(refuse(
+            path,
+            ErrorKind::PermissionDenied,
+            "/proc and /sys are not served by the file API",
+        ));
     }
     let meta = file.metadata().map_err(|e| io_error(path, &e))?;
     if meta.is_dir() {
@@ -92,7 +106,8 @@ pub(crate) fn open_read(path: &str, offset: u64) -> Result<(File, PathBuf), Remo
     let mut file = File::open(&path).map_err(|e| io_error(&path, &e))?;
     check_regular(&path, &file)?;
     if offset > 0 {
-        file.seek(SeekFrom::Start(offset)).map_err(|e| io_error(&path, &e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| io_error(&path, &e))?;
     }
     Ok((file, path))
 }
@@ -100,12 +115,18 @@ pub(crate) fn open_read(path: &str, offset: u64) -> Result<(File, PathBuf), Remo
 /// Reads the next chunk of at most `max` bytes; empty at the end.
 pub(crate) fn read_chunk(file: &mut File, path: &Path, max: usize) -> Result<Vec<u8>, RemoteError> {
     let mut buf = Vec::with_capacity(max.min(1 << 20));
-    file.take(max as u64).read_to_end(&mut buf).map_err(|e| io_error(path, &e))?;
+    file.take(max as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| io_error(path, &e))?;
     Ok(buf)
 }
 
 /// Opens (creating parents as needed) a file for writing.
-pub(crate) fn open_write(path: &str, mode: Option<u32>, append: bool) -> Result<(File, PathBuf), RemoteError> {
+pub(crate) fn open_write(
+    path: &str,
+    mode: Option<u32>,
+    append: bool,
+) -> Result<(File, PathBuf), RemoteError> {
     let path = resolve(path)?;
     if let Some(parent) = path.parent() {
         fs::DirBuilder::new()
@@ -155,7 +176,9 @@ fn info(path: &Path) -> Result<FileInfo, RemoteError> {
         FileKind::Other
     };
     let link_target = if kind == FileKind::Symlink {
-        fs::read_link(path).ok().map(|t| t.to_string_lossy().into_owned())
+        fs::read_link(path)
+            .ok()
+            .map(|t| t.to_string_lossy().into_owned())
     } else {
         None
     };
@@ -219,14 +242,25 @@ pub(crate) fn rename(from: &str, to: &str) -> Result<(), RemoteError> {
 pub(crate) fn chmod(path: &str, mode: u32) -> Result<(), RemoteError> {
     let path = resolve(path)?;
     if mode > 0o7777 {
-        return Err(refuse(&path, ErrorKind::InvalidInput, &format!("mode {mode:o} has bits beyond 7777")));
+        return Err(refuse(
+            &path,
+            ErrorKind::InvalidInput,
+            &format!("mode {mode:o} has bits beyond 7777"),
+        ));
     }
     let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
     let fs = rustix::fs::fstatfs(&file).map_err(|e| io_error(&path, &e.into()))?;
-    #[expect(clippy::useless_conversion, reason = "f_type's width differs between architectures")]
+    #[expect(
+        clippy::useless_conversion,
+        reason = "f_type's width differs between architectures"
+    )]
     let magic = i64::from(fs.f_type);
     if magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC {
-        return Err(refuse(&path, ErrorKind::PermissionDenied, "/proc and /sys are not served by the file API"));
+        return Err(refuse(
+            &path,
+            ErrorKind::PermissionDenied,
+            "/proc and /sys are not served by the file API",
+        ));
     }
     file.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(|e| io_error(&path, &e))
@@ -236,7 +270,11 @@ pub(crate) fn remove(path: &str, recursive: bool) -> Result<(), RemoteError> {
     let path = resolve(path)?;
     let target = removal_target(&path).map_err(|e| io_error(&path, &e))?;
     if target == Path::new("/") {
-        return Err(refuse(&path, ErrorKind::InvalidInput, "refusing to remove the root directory"));
+        return Err(refuse(
+            &path,
+            ErrorKind::InvalidInput,
+            "refusing to remove the root directory",
+        ));
     }
     let meta = fs::symlink_metadata(&path).map_err(|e| io_error(&path, &e))?;
     let result = if meta.is_dir() {
@@ -264,8 +302,12 @@ fn removal_target(path: &Path) -> io::Result<PathBuf> {
 pub(crate) fn glob(pattern: &str) -> Result<Vec<String>, RemoteError> {
     let absolute = resolve(pattern)?;
     let text = absolute.to_string_lossy();
-    let paths = glob::glob(&text)
-        .map_err(|e| RemoteError::new(ErrorKind::InvalidInput, format!("invalid pattern {pattern:?}: {}", e.msg)))?;
+    let paths = glob::glob(&text).map_err(|e| {
+        RemoteError::new(
+            ErrorKind::InvalidInput,
+            format!("invalid pattern {pattern:?}: {}", e.msg),
+        )
+    })?;
     let mut out = Vec::new();
     for path in paths.flatten() {
         if out.len() == GLOB_LIMIT {
@@ -283,7 +325,10 @@ mod tests {
 
     #[test]
     fn relative_paths_land_in_the_workspace() {
-        assert_eq!(resolve("a/b.txt").unwrap(), PathBuf::from("/workspace/a/b.txt"));
+        assert_eq!(
+            resolve("a/b.txt").unwrap(),
+            PathBuf::from("/workspace/a/b.txt")
+        );
         assert_eq!(resolve("/etc/hosts").unwrap(), PathBuf::from("/etc/hosts"));
         assert_eq!(resolve("").unwrap_err().kind, ErrorKind::InvalidInput);
         assert_eq!(resolve("a\0b").unwrap_err().kind, ErrorKind::InvalidInput);
@@ -291,9 +336,21 @@ mod tests {
 
     #[test]
     fn errors_name_the_path_and_the_class() {
-        let err = io_error(Path::new("/workspace/x"), &io::Error::from_raw_os_error(libc::ENOENT));
-        assert_eq!(err, RemoteError::new(ErrorKind::NotFound, "/workspace/x: no such file or directory"));
-        let err = io_error(Path::new("/usr/x"), &io::Error::from_raw_os_error(libc::EROFS));
+        let err = io_error(
+            Path::new("/workspace/x"),
+            &io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        assert_eq!(
+            err,
+            RemoteError::new(
+                ErrorKind::NotFound,
+                "/workspace/x: no such file or directory"
+            )
+        );
+        let err = io_error(
+            Path::new("/usr/x"),
+            &io::Error::from_raw_os_error(libc::EROFS),
+        );
         assert_eq!(err.kind, ErrorKind::PermissionDenied);
     }
 
@@ -301,8 +358,15 @@ mod tests {
     fn removing_the_root_is_recognised_however_it_is_spelled() {
         // Only the resolution is tested here: `remove` itself must never run on the host.
         for path in ["/", "/..", "/../..", "/tmp/..", "/usr/bin/../.."] {
-            assert_eq!(removal_target(Path::new(path)).unwrap(), PathBuf::from("/"), "{path}");
+            assert_eq!(
+                removal_target(Path::new(path)).unwrap(),
+                PathBuf::from("/"),
+                "{path}"
+            );
         }
-        assert_eq!(removal_target(Path::new("/tmp/x")).unwrap(), PathBuf::from("/tmp/x"));
+        assert_eq!(
+            removal_target(Path::new("/tmp/x")).unwrap(),
+            PathBuf::from("/tmp/x")
+        );
     }
 }

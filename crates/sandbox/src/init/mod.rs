@@ -33,8 +33,13 @@ pub(crate) struct Boot {
 }
 
 /// Runs the init. Never returns: the init lives until the sandbox is destroyed.
-pub(crate) fn run(boot: Boot, seccomp: &[seccompiler::BpfProgram]) -> ! {
-    let Boot { plan, release, ready, workspace_channel } = boot;
+pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
+    let Boot {
+        plan,
+        release,
+        ready,
+        workspace_channel,
+    } = boot;
     let mut release = std::fs::File::from(release);
     let mut go = [0u8; 1];
     if !matches!(release.read(&mut go), Ok(1)) || go[0] != b'1' {
@@ -47,10 +52,9 @@ pub(crate) fn run(boot: Boot, seccomp: &[seccompiler::BpfProgram]) -> ! {
     let mut ready = std::fs::File::from(ready);
     match setup(&plan, workspace, seccomp) {
         Ok((listener, agent, notes)) => {
-            let mut message = String::from("ok\n");
-            for note in notes {
-                message.push_str(&format!("note: {note}\n"));
-            }
+            let message: String = std::iter::once("ok\n".to_owned())
+                .chain(notes.iter().map(|note| format!("note: {note}\n")))
+                .collect();
             let _ = ready.write_all(message.as_bytes());
             drop(ready);
             agent::serve(listener, agent)
@@ -65,10 +69,14 @@ pub(crate) fn run(boot: Boot, seccomp: &[seccompiler::BpfProgram]) -> ! {
 fn setup(
     plan: &SpawnPlan,
     workspace: Option<OwnedFd>,
-    seccomp: &[seccompiler::BpfProgram],
+    seccomp: &seccompiler::BpfProgram,
 ) -> Result<(std::os::unix::net::UnixListener, agent::Agent, Vec<String>), SetupError> {
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
-    let oom_events = plan.oom_events.as_deref().map(setup::open_keep).transpose()?;
+    let oom_events = plan
+        .oom_events
+        .as_deref()
+        .map(setup::open_keep)
+        .transpose()?;
     setup::become_root(plan)?;
     if !plan.cgroup_procs.is_empty() {
         sys::unshare_cgroup_namespace().stage(|| "unshare the cgroup namespace".into())?;
@@ -78,10 +86,17 @@ fn setup(
     let confinement = confine::Confinement::prepare(plan)?;
     let mut notes = Vec::new();
     if !confinement.landlock_enforced() {
-        notes.push("landlock is not available on this kernel; writes are confined by permissions only".to_owned());
+        notes.push(
+            "landlock is not available on this kernel; writes are confined by permissions only"
+                .to_owned(),
+        );
     }
     setup::seal_init()?;
     confine::Confinement::seal_init(seccomp)?;
     let env: BTreeMap<String, String> = plan.env.clone();
-    Ok((listener, agent::Agent::new(confinement, env, oom_events), notes))
+    Ok((
+        listener,
+        agent::Agent::new(confinement, env, oom_events),
+        notes,
+    ))
 }

@@ -92,7 +92,9 @@ impl OutputLog {
         self.end += data.len() as u64;
         self.kept += data.len();
         while self.kept > self.window {
-            let Some(front) = self.chunks.front_mut() else { break };
+            let Some(front) = self.chunks.front_mut() else {
+                break;
+            };
             let excess = self.kept - self.window;
             if front.data.len() <= excess {
                 self.kept -= front.data.len();
@@ -142,7 +144,11 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn chunk(cursor: u64, stream: StreamKind, data: &[u8]) -> OutputChunk {
-        OutputChunk { cursor, stream, data: data.to_vec() }
+        OutputChunk {
+            cursor,
+            stream,
+            data: data.to_vec(),
+        }
     }
 
     #[test]
@@ -151,7 +157,10 @@ mod tests {
         assert_eq!(capture.accept(b"abc"), b"abc");
         assert_eq!(capture.accept(b"defg"), b"de");
         assert_eq!(capture.accept(b"h"), b"");
-        assert_eq!((capture.kept.as_slice(), capture.truncated), (&b"abcde"[..], true));
+        assert_eq!(
+            (capture.kept.as_slice(), capture.truncated),
+            (&b"abcde"[..], true)
+        );
     }
 
     #[test]
@@ -170,13 +179,28 @@ mod tests {
         log.push(StreamKind::Stderr, b"ef");
         assert_eq!(
             log.read(1, 100),
-            (vec![chunk(1, StreamKind::Stdout, b"bcd"), chunk(4, StreamKind::Stderr, b"ef")], 6, 0)
+            (
+                vec![
+                    chunk(1, StreamKind::Stdout, b"bcd"),
+                    chunk(4, StreamKind::Stderr, b"ef")
+                ],
+                6,
+                0
+            )
         );
         log.push(StreamKind::Stdout, b"ghi");
         // The window keeps the last six bytes: "defghi".
         assert_eq!(
             log.read(0, 4),
-            (vec![chunk(3, StreamKind::Stdout, b"d"), chunk(4, StreamKind::Stderr, b"ef"), chunk(6, StreamKind::Stdout, b"g")], 7, 3)
+            (
+                vec![
+                    chunk(3, StreamKind::Stdout, b"d"),
+                    chunk(4, StreamKind::Stderr, b"ef"),
+                    chunk(6, StreamKind::Stdout, b"g")
+                ],
+                7,
+                3
+            )
         );
         assert_eq!(log.read(9, 10), (vec![], 9, 0));
         assert_eq!(log.end(), 9);

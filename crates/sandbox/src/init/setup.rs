@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{CWD, Mode, OFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
+use crate::image::{DEV_SYMLINKS, DEVICES};
 use crate::plan::SpawnPlan;
 use crate::sys;
 
@@ -31,12 +32,12 @@ pub(crate) trait Stage<T> {
 
 impl<T, E: Into<io::Error>> Stage<T> for Result<T, E> {
     fn stage(self, stage: impl FnOnce() -> String) -> Result<T, SetupError> {
-        self.map_err(|err| SetupError { stage: stage(), source: err.into() })
+        self.map_err(|err| SetupError {
+            stage: stage(),
+            source: err.into(),
+        })
     }
 }
-
-/// Devices bind-mounted from the host into the sandbox's `/dev`.
-const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Mount-flag bits that a user namespace may not clear on a bind mount it did not create.
 const LOCKED_FLAGS: [(u64, MountFlags); 6] = [
@@ -54,31 +55,50 @@ pub(crate) fn become_root(plan: &SpawnPlan) -> Result<(), SetupError> {
     if !plan.unprivileged {
         rustix::thread::set_thread_groups(&[]).stage(|| "setgroups".into())?;
     }
-    rustix::thread::set_thread_res_gid(Gid::ROOT, Gid::ROOT, Gid::ROOT).stage(|| "setresgid 0".into())?;
-    rustix::thread::set_thread_res_uid(Uid::ROOT, Uid::ROOT, Uid::ROOT).stage(|| "setresuid 0".into())?;
+    rustix::thread::set_thread_res_gid(Gid::ROOT, Gid::ROOT, Gid::ROOT)
+        .stage(|| "setresgid 0".into())?;
+    rustix::thread::set_thread_res_uid(Uid::ROOT, Uid::ROOT, Uid::ROOT)
+        .stage(|| "setresuid 0".into())?;
     Ok(())
 }
 
 /// Builds the root file system under `plan.root_dir` and binds the control socket. Returns
 /// the listening socket, which keeps working after the pivot.
-pub(crate) fn assemble_root(plan: &SpawnPlan, workspace: Option<OwnedFd>) -> Result<UnixListener, SetupError> {
-    rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
-        .stage(|| "make mounts private".into())?;
+pub(crate) fn assemble_root(
+    plan: &SpawnPlan,
+    workspace: Option<OwnedFd>,
+) -> Result<UnixListener, SetupError> {
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .stage(|| "make mounts private".into())?;
+    create_layers(plan)?;
 
     let root = &plan.root_dir;
     let lower = join_layers(&plan.root.lower)?;
     let options = format!(
-        "lowerdir={lower},upperdir={},workdir={},userxattr",
+        "lowerdir={lower},upperdir={},workdir={},userxattr,volatile",
         option_path(&plan.root.upper)?,
         option_path(&plan.root.work)?
     );
-    mount_fs("overlay", root, "overlay", MountFlags::NOSUID | MountFlags::NODEV, &options)
-        .stage(|| format!("mount overlay root at {}", root.display()))?;
+    mount_fs(
+        "overlay",
+        root,
+        "overlay",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        &options,
+    )
+    .stage(|| format!("mount overlay root at {}", root.display()))?;
 
     for bind in &plan.binds {
         let target = inside(root, &bind.target);
         ensure_dir(&target)?;
-        bind_read_only(&bind.source, &target)?;
+        bind_read_only(
+            &bind.source,
+            &target,
+            MountFlags::NOSUID | MountFlags::NODEV,
+        )?;
     }
 
     let workspace_dir = inside(root, "/workspace");
@@ -100,10 +120,24 @@ pub(crate) fn assemble_root(plan: &SpawnPlan, workspace: Option<OwnedFd>) -> Res
     let tmp = inside(root, "/tmp");
     ensure_dir(&tmp)?;
     let tmp_options = format!("mode=1777,size={}", plan.limits.tmp_bytes);
-    mount_fs("tmpfs", &tmp, "tmpfs", MountFlags::NOSUID | MountFlags::NODEV, &tmp_options)
-        .stage(|| "mount /tmp".into())?;
+    mount_fs(
+        "tmpfs",
+        &tmp,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        &tmp_options,
+    )
+    .stage(|| "mount /tmp".into())?;
 
-    build_dev(plan, &inside(root, "/dev"))?;
+    let dev = inside(root, "/dev");
+    match &plan.dev_template {
+        Some(template) => {
+            ensure_dir(&dev)?;
+            bind_read_only(template, &dev, MountFlags::NOSUID | MountFlags::NOEXEC)?;
+            mount_dev_filesystems(plan, &dev)?;
+        }
+        None => build_dev(plan, &dev)?,
+    }
 
     let proc_dir = inside(root, "/proc");
     ensure_dir(&proc_dir)?;
@@ -139,6 +173,38 @@ pub(crate) fn assemble_root(plan: &SpawnPlan, workspace: Option<OwnedFd>) -> Res
     Ok(listener)
 }
 
+/// The upper layer's directories: those a sandbox may write (owned by its root, with the
+/// modes it sees) and the mount points of its memory-backed file systems.
+const UPPER_DIRS: [(&str, u32); 7] = [
+    ("workspace", 0o755),
+    ("root", 0o700),
+    ("home", 0o755),
+    ("run", 0o755),
+    ("var", 0o755),
+    ("var/tmp", 0o1777),
+    ("tmp", 0o1777),
+];
+
+/// Creates the overlay's upper and work layers and the new root's mount point in the
+/// sandbox's directory. Runs as the sandbox's root, so everything is owned by it.
+fn create_layers(plan: &SpawnPlan) -> Result<(), SetupError> {
+    rustix::process::umask(Mode::empty());
+    let mkdir = |path: &Path, mode: u32| {
+        std::fs::DirBuilder::new()
+            .mode(mode)
+            .create(path)
+            .stage(|| format!("mkdir {}", path.display()))
+    };
+    mkdir(&plan.root.upper, 0o755)?;
+    for (dir, mode) in UPPER_DIRS {
+        mkdir(&plan.root.upper.join(dir), mode)?;
+    }
+    mkdir(&plan.root.work, 0o700)?;
+    mkdir(&plan.root_dir, 0o755)?;
+    rustix::process::umask(Mode::from_raw_mode(0o022));
+    Ok(())
+}
+
 /// Gives the sandbox its hostname and a working loopback interface.
 pub(crate) fn configure_identity(plan: &SpawnPlan) -> Result<(), SetupError> {
     rustix::system::sethostname(plan.hostname.as_bytes()).stage(|| "sethostname".into())?;
@@ -156,22 +222,39 @@ fn build_dev(plan: &SpawnPlan, dev: &Path) -> Result<(), SetupError> {
         "mode=755,size=65536",
     )
     .stage(|| "mount /dev".into())?;
-    for name in DEVICES {
+    for (name, _, _) in DEVICES {
         let target = dev.join(name);
         File::create(&target).stage(|| format!("create /dev/{name}"))?;
-        rustix::mount::mount_bind(Path::new("/dev").join(name), &target).stage(|| format!("bind /dev/{name}"))?;
+        rustix::mount::mount_bind(Path::new("/dev").join(name), &target)
+            .stage(|| format!("bind /dev/{name}"))?;
     }
+    for dir in ["pts", "shm"] {
+        ensure_dir(&dev.join(dir))?;
+    }
+    mount_dev_filesystems(plan, dev)?;
+    for (link, target) in DEV_SYMLINKS {
+        symlink(target, dev.join(link)).stage(|| format!("symlink /dev/{link}"))?;
+    }
+    Ok(())
+}
+
+/// Mounts the sandbox's own terminal and shared-memory file systems in its `/dev`.
+fn mount_dev_filesystems(plan: &SpawnPlan, dev: &Path) -> Result<(), SetupError> {
     let pts = dev.join("pts");
-    ensure_dir(&pts)?;
     let pts_options = if plan.unprivileged {
         "newinstance,ptmxmode=0666,mode=0620"
     } else {
         "newinstance,ptmxmode=0666,mode=0620,gid=5"
     };
-    mount_fs("devpts", &pts, "devpts", MountFlags::NOSUID | MountFlags::NOEXEC, pts_options)
-        .stage(|| "mount /dev/pts".into())?;
+    mount_fs(
+        "devpts",
+        &pts,
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        pts_options,
+    )
+    .stage(|| "mount /dev/pts".into())?;
     let shm = dev.join("shm");
-    ensure_dir(&shm)?;
     let shm_options = format!("mode=1777,size={}", plan.limits.tmp_bytes);
     mount_fs(
         "tmpfs",
@@ -181,30 +264,34 @@ fn build_dev(plan: &SpawnPlan, dev: &Path) -> Result<(), SetupError> {
         &shm_options,
     )
     .stage(|| "mount /dev/shm".into())?;
-    for (link, target) in [
-        ("ptmx", "pts/ptmx"),
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        symlink(target, dev.join(link)).stage(|| format!("symlink /dev/{link}"))?;
-    }
     Ok(())
 }
 
 /// `mount(2)` with a textual data argument.
-fn mount_fs(source: &str, target: &Path, fstype: &str, flags: MountFlags, data: &str) -> io::Result<()> {
-    let data = std::ffi::CString::new(data).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    Ok(rustix::mount::mount(source, target, fstype, flags, Some(data.as_c_str()))?)
+fn mount_fs(
+    source: &str,
+    target: &Path,
+    fstype: &str,
+    flags: MountFlags,
+    data: &str,
+) -> io::Result<()> {
+    let data =
+        std::ffi::CString::new(data).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    Ok(rustix::mount::mount(
+        source,
+        target,
+        fstype,
+        flags,
+        Some(data.as_c_str()),
+    )?)
 }
 
-/// Bind-mounts `source` at `target` read-only, keeping the flags the kernel locks for a
-/// user namespace (otherwise the remount is refused).
-fn bind_read_only(source: &Path, target: &Path) -> Result<(), SetupError> {
+/// Bind-mounts `source` at `target` read-only with `extra` flags, keeping the flags the
+/// kernel locks for a user namespace (otherwise the remount is refused).
+fn bind_read_only(source: &Path, target: &Path, extra: MountFlags) -> Result<(), SetupError> {
     rustix::mount::mount_bind(source, target).stage(|| format!("bind {}", source.display()))?;
     let current = rustix::fs::statvfs(target).stage(|| format!("statvfs {}", target.display()))?;
-    let mut flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV;
+    let mut flags = MountFlags::RDONLY | extra;
     for (bit, flag) in LOCKED_FLAGS {
         if current.f_flag.bits() & bit != 0 {
             flags |= flag;
@@ -219,7 +306,10 @@ fn ensure_dir(path: &Path) -> Result<(), SetupError> {
     match std::fs::DirBuilder::new().mode(0o755).create(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(err) => Err(SetupError { stage: format!("mkdir {}", path.display()), source: err }),
+        Err(err) => Err(SetupError {
+            stage: format!("mkdir {}", path.display()),
+            source: err,
+        }),
     }
 }
 
@@ -239,7 +329,10 @@ fn option_path(path: &Path) -> Result<&str, SetupError> {
     path.to_str()
         .filter(|p| !p.contains([',', ':', '\\']))
         .ok_or_else(|| SetupError {
-            stage: format!("layer path {} cannot be passed to overlayfs", path.display()),
+            stage: format!(
+                "layer path {} cannot be passed to overlayfs",
+                path.display()
+            ),
             source: io::Error::from(io::ErrorKind::InvalidInput),
         })
 }

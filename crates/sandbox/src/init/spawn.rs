@@ -60,7 +60,11 @@ impl Children {
                         code: status.exit_status(),
                         signal: status.terminating_signal(),
                     };
-                    if let Some(tx) = self.waiters.borrow_mut().remove(&pid.as_raw_nonzero().get()) {
+                    if let Some(tx) = self
+                        .waiters
+                        .borrow_mut()
+                        .remove(&pid.as_raw_nonzero().get())
+                    {
                         let _ = tx.send(exit);
                     }
                 }
@@ -71,7 +75,9 @@ impl Children {
 
     /// Reaps children for the rest of the init's life.
     pub(crate) async fn reap_forever(self: Rc<Self>) {
-        let Ok(mut sigchld) = signal(SignalKind::child()) else { return };
+        let Ok(mut sigchld) = signal(SignalKind::child()) else {
+            return;
+        };
         loop {
             self.reap_ready();
             if sigchld.recv().await.is_none() {
@@ -96,7 +102,10 @@ impl AsyncPipe {
     pub(crate) fn new(fd: OwnedFd) -> io::Result<Self> {
         let flags = rustix::fs::fcntl_getfl(&fd)?;
         rustix::fs::fcntl_setfl(&fd, flags | OFlags::NONBLOCK)?;
-        Ok(Self(sys::async_fd(fd, tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE)?))
+        Ok(Self(sys::async_fd(
+            fd,
+            tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,
+        )?))
     }
 
     /// Reads some bytes; `Ok(0)` at end of stream (a terminal whose other side closed
@@ -104,7 +113,9 @@ impl AsyncPipe {
     pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let mut guard = self.0.readable().await?;
-            match guard.try_io(|fd| rustix::io::read(fd.get_ref(), &mut *buf).map_err(io::Error::from)) {
+            match guard
+                .try_io(|fd| rustix::io::read(fd.get_ref(), &mut *buf).map_err(io::Error::from))
+            {
                 Ok(Ok(n)) => return Ok(n),
                 Ok(Err(err)) if err.raw_os_error() == Some(libc::EIO) => return Ok(0),
                 Ok(Err(err)) => return Err(err),
@@ -116,7 +127,8 @@ impl AsyncPipe {
     pub(crate) async fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
             let mut guard = self.0.writable().await?;
-            match guard.try_io(|fd| rustix::io::write(fd.get_ref(), data).map_err(io::Error::from)) {
+            match guard.try_io(|fd| rustix::io::write(fd.get_ref(), data).map_err(io::Error::from))
+            {
                 Ok(Ok(n)) => data = &data[n..],
                 Ok(Err(err)) => return Err(err),
                 Err(_would_block) => {}
@@ -139,7 +151,10 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 #[derive(Debug)]
 pub(crate) enum LaunchError {
     /// Shell-style: exit code and message for stderr.
-    Exec { code: i32, message: String },
+    Exec {
+        code: i32,
+        message: String,
+    },
     Invalid(String),
     Io(io::Error),
 }
@@ -172,10 +187,23 @@ pub(crate) fn launch(
     }
     match std::fs::metadata(launch.cwd) {
         Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(LaunchError::Invalid(format!("working directory {} is not a directory", launch.cwd))),
-        Err(_) => return Err(LaunchError::Invalid(format!("working directory {} does not exist", launch.cwd))),
+        Ok(_) => {
+            return Err(LaunchError::Invalid(format!(
+                "working directory {} is not a directory",
+                launch.cwd
+            )));
+        }
+        Err(_) => {
+            return Err(LaunchError::Invalid(format!(
+                "working directory {} does not exist",
+                launch.cwd
+            )));
+        }
     }
-    #[expect(clippy::disallowed_methods, reason = "the init is the one place that starts sandboxed processes")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the init is the one place that starts sandboxed processes"
+    )]
     let mut command = std::process::Command::new(program);
     command
         .args(&launch.argv[1..])
@@ -189,7 +217,8 @@ pub(crate) fn launch(
     sys::before_exec(&mut command, confinement.child_hook(launch.tty));
     match command.spawn() {
         Ok(child) => {
-            let pid = i32::try_from(child.id()).map_err(|_| LaunchError::Invalid("pid out of range".into()))?;
+            let pid = i32::try_from(child.id())
+                .map_err(|_| LaunchError::Invalid("pid out of range".into()))?;
             // The child is reaped by `Children`, never through `Child::wait`.
             drop(child);
             Ok((pid, children.watch(pid)))
@@ -202,18 +231,37 @@ pub(crate) fn launch(
 fn exec_failure(program: &str, err: io::Error) -> LaunchError {
     let lookup = !program.contains('/');
     match err.raw_os_error() {
-        Some(libc::ENOENT) if lookup => LaunchError::Exec { code: 127, message: format!("{program}: command not found\n") },
-        Some(libc::ENOENT) => LaunchError::Exec { code: 127, message: format!("{program}: No such file or directory\n") },
-        Some(libc::EACCES) => LaunchError::Exec { code: 126, message: format!("{program}: Permission denied\n") },
-        Some(libc::ENOEXEC) => LaunchError::Exec { code: 126, message: format!("{program}: cannot execute: Exec format error\n") },
-        Some(libc::ENOTDIR) => LaunchError::Exec { code: 126, message: format!("{program}: Not a directory\n") },
+        Some(libc::ENOENT) if lookup => LaunchError::Exec {
+            code: 127,
+            message: format!("{program}: command not found\n"),
+        },
+        Some(libc::ENOENT) => LaunchError::Exec {
+            code: 127,
+            message: format!("{program}: No such file or directory\n"),
+        },
+        Some(libc::EACCES) => LaunchError::Exec {
+            code: 126,
+            message: format!("{program}: Permission denied\n"),
+        },
+        Some(libc::ENOEXEC) => LaunchError::Exec {
+            code: 126,
+            message: format!("{program}: cannot execute: Exec format error\n"),
+        },
+        Some(libc::ENOTDIR) => LaunchError::Exec {
+            code: 126,
+            message: format!("{program}: Not a directory\n"),
+        },
         _ => LaunchError::Io(err),
     }
 }
 
 /// `/dev/null` opened for a child's stdin.
 pub(crate) fn dev_null() -> io::Result<OwnedFd> {
-    Ok(rustix::fs::open(c"/dev/null", OFlags::RDWR | OFlags::CLOEXEC, rustix::fs::Mode::empty())?)
+    Ok(rustix::fs::open(
+        c"/dev/null",
+        OFlags::RDWR | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
 }
 
 /// Duplicates a descriptor (a terminal's slave end serves all three streams).

@@ -33,7 +33,11 @@ async fn host_files_are_out_of_reach() {
     );
 
     // From the file API, which the init serves without Landlock.
-    ctx.ok(&id, "ln -s /proc/1/mem /workspace/mem; ln -s /proc/1/root /workspace/rootlink").await;
+    ctx.ok(
+        &id,
+        "ln -s /proc/1/mem /workspace/mem; ln -s /proc/1/root /workspace/rootlink",
+    )
+    .await;
     let attempts = [
         secret.clone(),
         format!("/proc/1/root{secret}"),
@@ -43,13 +47,33 @@ async fn host_files_are_out_of_reach() {
     ];
     for path in &attempts {
         let err = ctx.backend.read_file(&id, path).await.unwrap_err();
-        assert_eq!(err.remote_kind(), Some(ErrorKind::NotFound), "{path}: {err}");
+        assert_eq!(
+            err.remote_kind(),
+            Some(ErrorKind::NotFound),
+            "{path}: {err}"
+        );
     }
     let proc_denied = [
-        ctx.backend.read_file(&id, "/proc/1/environ").await.unwrap_err().remote_kind(),
-        ctx.backend.read_file(&id, "/workspace/mem").await.unwrap_err().remote_kind(),
-        ctx.backend.write_file(&id, "/workspace/mem", b"x".to_vec(), None).await.unwrap_err().remote_kind(),
-        ctx.backend.write_file(&id, "/proc/sys/kernel/hostname", b"x".to_vec(), None).await.unwrap_err().remote_kind(),
+        ctx.backend
+            .read_file(&id, "/proc/1/environ")
+            .await
+            .unwrap_err()
+            .remote_kind(),
+        ctx.backend
+            .read_file(&id, "/workspace/mem")
+            .await
+            .unwrap_err()
+            .remote_kind(),
+        ctx.backend
+            .write_file(&id, "/workspace/mem", b"x".to_vec(), None)
+            .await
+            .unwrap_err()
+            .remote_kind(),
+        ctx.backend
+            .write_file(&id, "/proc/sys/kernel/hostname", b"x".to_vec(), None)
+            .await
+            .unwrap_err()
+            .remote_kind(),
     ];
     assert_eq!(proc_denied, [Some(ErrorKind::PermissionDenied); 4]);
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
@@ -70,9 +94,20 @@ async fn writes_outside_the_writable_paths_fail() {
     // /var is writable by permissions (it belongs to the sandbox's root); Landlock is what
     // refuses it.
     let landlock = ctx.sh(&id, &format!("touch /var/{marker}")).await;
-    assert_eq!(text(&landlock.stderr), format!("touch: cannot touch '/var/{marker}': Permission denied\n"));
-    for host in [format!("/usr/{marker}"), format!("/etc/{marker}"), format!("/tmp/{marker}"), format!("/{marker}")] {
-        assert!(!std::path::Path::new(&host).exists(), "{host} appeared on the host");
+    assert_eq!(
+        text(&landlock.stderr),
+        format!("touch: cannot touch '/var/{marker}': Permission denied\n")
+    );
+    for host in [
+        format!("/usr/{marker}"),
+        format!("/etc/{marker}"),
+        format!("/tmp/{marker}"),
+        format!("/{marker}"),
+    ] {
+        assert!(
+            !std::path::Path::new(&host).exists(),
+            "{host} appeared on the host"
+        );
     }
     ctx.backend.destroy(&id).await.unwrap();
 }
@@ -82,14 +117,18 @@ async fn host_processes_are_invisible_and_unreachable() {
     let ctx = Ctx::new();
     let id = ctx.sandbox().await;
     let host_pid = std::process::id();
-    let script = format!("ls /proc | grep -c '^[0-9]'; kill -0 {host_pid} 2>&1; kill -9 1 2>&1; echo $?");
+    let script =
+        format!("ls /proc | grep -c '^[0-9]'; kill -0 {host_pid} 2>&1; kill -9 1 2>&1; echo $?");
     let result = ctx.sh(&id, &script).await;
     // Only init, the shell and ls/grep exist; the host's pid is unknown; init ignores kill.
     let out = text(&result.stdout);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].parse::<u32>().unwrap() <= 5, "{out}");
     assert!(lines[1].contains("No such process"), "{out}");
-    assert_eq!(ctx.ok(&id, "echo init still serves").await, "init still serves\n");
+    assert_eq!(
+        ctx.ok(&id, "echo init still serves").await,
+        "init still serves\n"
+    );
     ctx.backend.destroy(&id).await.unwrap();
 }
 
@@ -131,7 +170,11 @@ call("io_uring_setup", 425, 1, 0)
 call("x32_getpid", 0x40000000 + 39)
 call("mknod_char", 133, ctypes.cast(ctypes.c_char_p(b"/tmp/null"), ctypes.c_void_p).value, 0o20666, os.makedev(1, 3))
 "#;
-    let result = ctx.backend.exec(&id, ExecRequest::argv(["python3", "-c", script])).await.unwrap();
+    let result = ctx
+        .backend
+        .exec(&id, ExecRequest::argv(["python3", "-c", script]))
+        .await
+        .unwrap();
     assert_eq!(text(&result.stderr), "");
     assert_eq!(
         text(&result.stdout),
@@ -150,25 +193,45 @@ call("mknod_char", 133, ctypes.cast(ctypes.c_char_p(b"/tmp/null"), ctypes.c_void
 #[tokio::test]
 async fn a_fork_bomb_hits_the_pids_limit_while_the_host_stays_responsive() {
     let ctx = Ctx::new();
-    let spec = SandboxSpec { limits: Limits { pids: 64, ..Limits::default() }, ..SandboxSpec::default() };
+    let spec = SandboxSpec {
+        limits: Limits {
+            pids: 64,
+            ..Limits::default()
+        },
+        ..SandboxSpec::default()
+    };
     let bomb = ctx.sandbox_with(spec).await;
     let neighbour = ctx.sandbox().await;
     let backend = ctx.backend.clone();
     let bomb_id = bomb.clone();
     let running = tokio::spawn(async move {
-        backend.exec(&bomb_id, ExecRequest::shell("f() { f | f & }; f; sleep 5").with_timeout_ms(4000).with_output_limit(4096)).await
+        backend
+            .exec(
+                &bomb_id,
+                ExecRequest::shell("f() { f | f & }; f; sleep 5")
+                    .with_timeout_ms(4000)
+                    .with_output_limit(4096),
+            )
+            .await
     });
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let stats = ctx.backend.stats(&bomb).await.unwrap();
     assert!(stats.pids.is_some_and(|n| n <= 64), "{stats:?}");
     // The host and other sandboxes keep working while the bomb runs.
     assert_eq!(ctx.ok(&neighbour, "echo alive").await, "alive\n");
-    #[expect(clippy::disallowed_methods, reason = "checks the host can still spawn processes")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "checks the host can still spawn processes"
+    )]
     let host = std::process::Command::new("/bin/true").status().unwrap();
     assert!(host.success());
     let result = running.await.unwrap().unwrap();
     assert!(result.timed_out, "{result:?}");
-    assert!(text(&result.stderr).contains("fork"), "{:?}", text(&result.stderr));
+    assert!(
+        text(&result.stderr).contains("fork"),
+        "{:?}",
+        text(&result.stderr)
+    );
     ctx.backend.destroy(&bomb).await.unwrap();
     ctx.backend.destroy(&neighbour).await.unwrap();
 }
@@ -176,11 +239,39 @@ async fn a_fork_bomb_hits_the_pids_limit_while_the_host_stays_responsive() {
 #[tokio::test]
 async fn a_memory_bomb_is_oom_killed_and_reported() {
     let ctx = Ctx::new();
-    let spec = SandboxSpec { limits: Limits { memory_bytes: 64 << 20, ..Limits::default() }, ..SandboxSpec::default() };
+    let spec = SandboxSpec {
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            ..Limits::default()
+        },
+        ..SandboxSpec::default()
+    };
     let id = ctx.sandbox_with(spec).await;
-    let result = ctx.backend.exec(&id, ExecRequest::argv(["python3", "-c", "x = b'a' * (512 << 20)"])).await.unwrap();
-    assert_eq!((result.oom_killed, result.signal, result.exit_code, result.timed_out), (true, Some(9), 137, false));
-    assert!(ctx.backend.stats(&id).await.unwrap().oom_kills.is_some_and(|n| n >= 1));
+    let result = ctx
+        .backend
+        .exec(
+            &id,
+            ExecRequest::argv(["python3", "-c", "x = b'a' * (512 << 20)"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            result.oom_killed,
+            result.signal,
+            result.exit_code,
+            result.timed_out
+        ),
+        (true, Some(9), 137, false)
+    );
+    assert!(
+        ctx.backend
+            .stats(&id)
+            .await
+            .unwrap()
+            .oom_kills
+            .is_some_and(|n| n >= 1)
+    );
     // The sandbox survives its process being killed.
     assert_eq!(ctx.ok(&id, "echo still here").await, "still here\n");
     ctx.backend.destroy(&id).await.unwrap();
@@ -190,8 +281,23 @@ async fn a_memory_bomb_is_oom_killed_and_reported() {
 async fn a_cpu_spin_is_killed_at_its_timeout() {
     let ctx = Ctx::new();
     let id = ctx.sandbox().await;
-    let result = ctx.backend.exec(&id, ExecRequest::shell("while :; do :; done").with_timeout_ms(1000)).await.unwrap();
-    assert_eq!((result.timed_out, result.signal, result.exit_code, result.oom_killed), (true, Some(9), 137, false));
+    let result = ctx
+        .backend
+        .exec(
+            &id,
+            ExecRequest::shell("while :; do :; done").with_timeout_ms(1000),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            result.timed_out,
+            result.signal,
+            result.exit_code,
+            result.oom_killed
+        ),
+        (true, Some(9), 137, false)
+    );
     ctx.backend.destroy(&id).await.unwrap();
 }
 
@@ -199,10 +305,17 @@ async fn a_cpu_spin_is_killed_at_its_timeout() {
 async fn huge_output_is_capped() {
     let ctx = Ctx::new();
     let id = ctx.sandbox().await;
-    let request = ExecRequest::shell("head -c 200000000 /dev/zero; echo tail >&2").with_output_limit(1 << 20);
+    let request =
+        ExecRequest::shell("head -c 200000000 /dev/zero; echo tail >&2").with_output_limit(1 << 20);
     let result = ctx.backend.exec(&id, request).await.unwrap();
     assert_eq!(
-        (result.exit_code, result.stdout.len(), result.stdout_truncated, text(&result.stderr), result.stderr_truncated),
+        (
+            result.exit_code,
+            result.stdout.len(),
+            result.stdout_truncated,
+            text(&result.stderr),
+            result.stderr_truncated
+        ),
         (0, 1 << 20, true, "tail\n".to_owned(), false)
     );
     ctx.backend.destroy(&id).await.unwrap();
@@ -220,9 +333,21 @@ async fn the_hosts_loopback_is_unreachable() {
          try:\n    socket.create_connection(('10.0.2.2', 80), timeout=3)\nexcept OSError as e:\n    print(type(e).__name__)\n\
          print(open('/sys/class/net/lo/operstate').read().strip(), sorted(__import__('os').listdir('/sys/class/net')))"
     );
-    let result = ctx.backend.exec(&id, ExecRequest::argv(["python3", "-c", &script])).await.unwrap();
-    assert_eq!(text(&result.stdout), "ConnectionRefusedError\nOSError\nunknown ['lo']\n", "{}", text(&result.stderr));
-    assert!(listener.accept().is_err(), "the host's listener was reached");
+    let result = ctx
+        .backend
+        .exec(&id, ExecRequest::argv(["python3", "-c", &script]))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&result.stdout),
+        "ConnectionRefusedError\nOSError\nunknown ['lo']\n",
+        "{}",
+        text(&result.stderr)
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the host's listener was reached"
+    );
     ctx.backend.destroy(&id).await.unwrap();
 }
 
@@ -231,15 +356,39 @@ async fn sandboxes_cannot_see_each_other() {
     let ctx = Ctx::new();
     let a = ctx.sandbox().await;
     let b = ctx.sandbox().await;
-    ctx.ok(&a, "echo mine > /workspace/a-secret; echo tmp > /tmp/a-tmp").await;
-    ctx.backend.spawn(&a, forge_types::ProcessSpec::new(forge_types::Command::Argv(vec!["sleep".into(), "300".into()]))).await.unwrap();
-    let seen = ctx.ok(&b, "ls -A /workspace /tmp; ps -eo comm= | grep -c '^sleep$' || true").await;
+    ctx.ok(&a, "echo mine > /workspace/a-secret; echo tmp > /tmp/a-tmp")
+        .await;
+    ctx.backend
+        .spawn(
+            &a,
+            forge_types::ProcessSpec::new(forge_types::Command::Argv(vec![
+                "sleep".into(),
+                "300".into(),
+            ])),
+        )
+        .await
+        .unwrap();
+    let seen = ctx
+        .ok(
+            &b,
+            "ls -A /workspace /tmp; ps -eo comm= | grep -c '^sleep$' || true",
+        )
+        .await;
     assert_eq!(seen, "/tmp:\n\n/workspace:\n0\n");
     let mut file = std::fs::File::create(ctx.dir.path().join("probe")).unwrap();
     file.write_all(b"x").unwrap();
     // B cannot name A's upper layer either: it is not in B's mount namespace.
-    let upper = ctx.backend.sandboxes_dir().join(a.as_str()).join("upper/workspace/a-secret");
-    assert_eq!(ctx.sh(&b, &format!("cat {}", upper.display())).await.exit_code, 1);
+    let upper = ctx
+        .backend
+        .sandboxes_dir()
+        .join(a.as_str())
+        .join("upper/workspace/a-secret");
+    assert_eq!(
+        ctx.sh(&b, &format!("cat {}", upper.display()))
+            .await
+            .exit_code,
+        1
+    );
     ctx.backend.destroy(&a).await.unwrap();
     ctx.backend.destroy(&b).await.unwrap();
 }

@@ -13,32 +13,70 @@ use crate::{Ctx, text};
 async fn create_exec_destroy() {
     let ctx = Ctx::new();
     let id = ctx.sandbox().await;
-    assert_eq!(ctx.backend.list().await.into_iter().map(|s| s.id).collect::<Vec<_>>(), vec![id.clone()]);
+    assert_eq!(
+        ctx.backend
+            .list()
+            .await
+            .into_iter()
+            .map(|s| s.id)
+            .collect::<Vec<_>>(),
+        vec![id.clone()]
+    );
     assert_eq!(ctx.ok(&id, "hostname").await, format!("{id}\n"));
     ctx.backend.destroy(&id).await.unwrap();
-    assert!(matches!(ctx.backend.get(&id).await, Err(SandboxError::NotFound { .. })));
-    assert!(matches!(ctx.backend.exec(&id, ExecRequest::argv(["true"])).await, Err(SandboxError::NotFound { .. })));
-    assert!(matches!(ctx.backend.destroy(&id).await, Err(SandboxError::NotFound { .. })));
+    assert!(matches!(
+        ctx.backend.get(&id).await,
+        Err(SandboxError::NotFound { .. })
+    ));
+    assert!(matches!(
+        ctx.backend.exec(&id, ExecRequest::argv(["true"])).await,
+        Err(SandboxError::NotFound { .. })
+    ));
+    assert!(matches!(
+        ctx.backend.destroy(&id).await,
+        Err(SandboxError::NotFound { .. })
+    ));
 }
 
 #[tokio::test]
 async fn invalid_specs_are_refused_with_the_field() {
     let ctx = Ctx::new();
-    let zero_memory = SandboxSpec { limits: Limits { memory_bytes: 0, ..Limits::default() }, ..SandboxSpec::default() };
+    let zero_memory = SandboxSpec {
+        limits: Limits {
+            memory_bytes: 0,
+            ..Limits::default()
+        },
+        ..SandboxSpec::default()
+    };
     match ctx.backend.create(zero_memory).await {
         Err(SandboxError::InvalidSpec(err)) => assert_eq!(err.field, "limits.memory_bytes"),
         other => panic!("expected an invalid spec, got {other:?}"),
     }
-    let unknown_image = SandboxSpec { image: "nosuchimage:1".into(), ..SandboxSpec::default() };
+    let unknown_image = SandboxSpec {
+        image: "nosuchimage:1".into(),
+        ..SandboxSpec::default()
+    };
     match ctx.backend.create(unknown_image).await {
         Err(err @ SandboxError::UnknownImage { .. }) => {
-            assert_eq!(err.to_string(), "unknown image \"nosuchimage:1\"; available images: host");
+            assert_eq!(
+                err.to_string(),
+                "unknown image \"nosuchimage:1\"; available images: host"
+            );
         }
         other => panic!("expected an unknown image, got {other:?}"),
     }
-    let allowlist = SandboxSpec { network: NetworkMode::Allowlist, ..SandboxSpec::default() };
-    assert!(matches!(ctx.backend.create(allowlist).await, Err(SandboxError::Unsupported { .. })));
-    let missing_workspace = SandboxSpec { workspace: Some("/nonexistent/forge".into()), ..SandboxSpec::default() };
+    let allowlist = SandboxSpec {
+        network: NetworkMode::Allowlist,
+        ..SandboxSpec::default()
+    };
+    assert!(matches!(
+        ctx.backend.create(allowlist).await,
+        Err(SandboxError::Unsupported { .. })
+    ));
+    let missing_workspace = SandboxSpec {
+        workspace: Some("/nonexistent/forge".into()),
+        ..SandboxSpec::default()
+    };
     match ctx.backend.create(missing_workspace).await {
         Err(SandboxError::InvalidSpec(err)) => assert_eq!(err.field, "workspace"),
         other => panic!("expected an invalid workspace, got {other:?}"),
@@ -52,13 +90,22 @@ async fn a_dead_init_is_reported_as_gone() {
     let info = ctx.backend.create(SandboxSpec::default()).await.unwrap();
     let pid = rustix::process::Pid::from_raw(info.init_pid).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    let err = tokio::time::timeout(Duration::from_secs(10), ctx.backend.exec(&info.id, ExecRequest::argv(["true"])))
-        .await
-        .expect("a dead sandbox must not hang")
-        .unwrap_err();
-    assert_eq!(err.to_string(), format!("sandbox {} is gone: its init exited", info.id));
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        ctx.backend.exec(&info.id, ExecRequest::argv(["true"])),
+    )
+    .await
+    .expect("a dead sandbox must not hang")
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("sandbox {} is gone: its init exited", info.id)
+    );
     ctx.backend.destroy(&info.id).await.unwrap();
-    assert_eq!(forge_test_support::entries(ctx.backend.sandboxes_dir()), Vec::<std::path::PathBuf>::new());
+    assert_eq!(
+        forge_test_support::entries(ctx.backend.sandboxes_dir()),
+        Vec::<std::path::PathBuf>::new()
+    );
 }
 
 #[tokio::test]
@@ -72,12 +119,19 @@ async fn two_hundred_cycles_leave_nothing_behind() {
     let helper_fds = forge_test_support::fd_count(helper);
     for _ in 0..200 {
         let id = ctx.sandbox().await;
-        let result = ctx.backend.exec(&id, ExecRequest::argv(["/bin/true"])).await.unwrap();
+        let result = ctx
+            .backend
+            .exec(&id, ExecRequest::argv(["/bin/true"]))
+            .await
+            .unwrap();
         assert_eq!(result.exit_code, 0);
         ctx.backend.destroy(&id).await.unwrap();
     }
+    ctx.backend.settle().await.unwrap();
+    ctx.backend.settle().await.unwrap();
     let leftovers = (
         forge_test_support::children(helper),
+        forge_test_support::entries(&ctx.dir.path().join("trash")),
         forge_test_support::entries(ctx.backend.sandboxes_dir()),
         ctx.backend.cgroup_dirs(),
         forge_test_support::mounts_under(ctx.dir.path()),
@@ -86,7 +140,10 @@ async fn two_hundred_cycles_leave_nothing_behind() {
     );
     // Every sandbox process lives in the pid namespace of an init the helper forked, and
     // dies with it: no children of the helper means no sandbox processes.
-    assert_eq!(leftovers, (vec![], vec![], vec![], vec![], own_fds, helper_fds));
+    assert_eq!(
+        leftovers,
+        (vec![], vec![], vec![], vec![], vec![], own_fds, helper_fds)
+    );
 }
 
 #[tokio::test]
@@ -94,14 +151,27 @@ async fn a_warm_pool_hands_out_ready_sandboxes() {
     let ctx = Ctx::new();
     let backend: Arc<dyn Backend> = Arc::new(ctx.backend.clone());
     let pool = Pool::new(backend, SandboxSpec::default(), 2);
-    assert!(pool.wait_full(Duration::from_secs(30)).await, "the pool never filled");
+    assert!(
+        pool.wait_full(Duration::from_secs(30)).await,
+        "the pool never filled"
+    );
     let info = pool.acquire().await.unwrap();
-    let result = ctx.backend.exec(&info.id, ExecRequest::shell("echo pooled")).await.unwrap();
+    let result = ctx
+        .backend
+        .exec(&info.id, ExecRequest::shell("echo pooled"))
+        .await
+        .unwrap();
     assert_eq!(text(&result.stdout), "pooled\n");
     pool.release(info.id);
-    assert!(pool.wait_full(Duration::from_secs(30)).await, "the pool did not refill");
+    assert!(
+        pool.wait_full(Duration::from_secs(30)).await,
+        "the pool did not refill"
+    );
     let status = pool.status();
-    assert_eq!((status.ready, status.size, status.hits, status.misses), (2, 2, 1, 0));
+    assert_eq!(
+        (status.ready, status.size, status.hits, status.misses),
+        (2, 2, 1, 0)
+    );
     pool.shutdown().await;
     // Released sandboxes are destroyed in the background.
     for _ in 0..200 {
@@ -122,12 +192,25 @@ async fn a_restarted_backend_adopts_running_sandboxes() {
     let dead_pid = ctx.backend.get(&dead).await.unwrap().init_pid;
     // A second backend on the same data directory stands in for a restarted server.
     let again = forge_sandbox::JailBackend::new(Ctx::config(ctx.dir.path())).unwrap();
-    rustix::process::kill_process(rustix::process::Pid::from_raw(dead_pid).unwrap(), rustix::process::Signal::KILL).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(dead_pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let recovery = again.recover().await;
-    assert_eq!((recovery.adopted, recovery.removed), (vec![id.clone()], vec![dead.clone()]));
-    let result = again.exec(&id, ExecRequest::shell("cat /workspace/state")).await.unwrap();
+    assert_eq!(
+        (recovery.adopted, recovery.removed),
+        (vec![id.clone()], vec![dead.clone()])
+    );
+    let result = again
+        .exec(&id, ExecRequest::shell("cat /workspace/state"))
+        .await
+        .unwrap();
     assert_eq!(text(&result.stdout), "kept\n");
     again.destroy(&id).await.unwrap();
-    assert_eq!(forge_test_support::entries(again.sandboxes_dir()), Vec::<std::path::PathBuf>::new());
+    assert_eq!(
+        forge_test_support::entries(again.sandboxes_dir()),
+        Vec::<std::path::PathBuf>::new()
+    );
 }

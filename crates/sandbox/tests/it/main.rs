@@ -1,6 +1,10 @@
-//! Integration tests of the jail backend: real namespaces, cgroups, seccomp and Landlock.
-//! They need root (as in CI); without it they print why and pass vacuously only where the
-//! test says so.
+//! Integration tests of the jail backend: real namespaces, cgroups, seccomp and Landlock,
+//! attacked for real. They run as root, as in CI; `unprivileged` re-runs part of the suite
+//! as an ordinary user to check the user-namespace-only mode.
+#![expect(
+    clippy::tests_outside_test_module,
+    reason = "an integration test crate is all tests"
+)]
 
 mod confinement;
 mod exec;
@@ -29,8 +33,14 @@ impl Ctx {
     /// A config whose cgroups live in their own directory, so leak checks see only this
     /// test's sandboxes.
     fn config(dir: &std::path::Path) -> JailConfig {
-        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("forge-test");
-        JailConfig { cgroup_name: name.to_owned(), ..JailConfig::new(dir) }
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("forge-test");
+        JailConfig {
+            cgroup_name: name.to_owned(),
+            ..JailConfig::new(dir)
+        }
     }
 
     async fn sandbox(&self) -> SandboxId {
@@ -42,14 +52,20 @@ impl Ctx {
     }
 
     async fn sh(&self, id: &SandboxId, script: &str) -> ExecResult {
-        self.backend.exec(id, ExecRequest::shell(script)).await.expect("exec")
+        self.backend
+            .exec(id, ExecRequest::shell(script))
+            .await
+            .expect("exec")
     }
 
     /// Runs a script and returns its stdout, asserting it succeeded.
     async fn ok(&self, id: &SandboxId, script: &str) -> String {
         let result = self.sh(id, script).await;
         assert_eq!(
-            (result.exit_code, String::from_utf8_lossy(&result.stderr).into_owned()),
+            (
+                result.exit_code,
+                String::from_utf8_lossy(&result.stderr).into_owned()
+            ),
             (0, String::new()),
             "{script}"
         );
