@@ -38,6 +38,12 @@ impl Connection {
         }
     }
 
+    /// A connection whose handshake is implied (the init's first one).
+    pub(crate) fn established(stream: UnixStream) -> Self {
+        let (reader, writer) = stream.into_split();
+        Self { reader, writer }
+    }
+
     pub(crate) async fn send(&mut self, request: &Request) -> Result<(), FrameError> {
         proto::write_frame(&mut self.writer, request).await
     }

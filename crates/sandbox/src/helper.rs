@@ -38,7 +38,8 @@ enum HelperRequest {
 
 #[derive(Debug, Serialize, Deserialize)]
 enum HelperResponse {
-    /// Followed (as ancillary data) by the child's pidfd and the read end of its ready pipe.
+    /// Followed (as ancillary data) by the child's pidfd and the host's end of its first
+    /// connection, on which the init reports that it is ready.
     Spawned {
         pid: i32,
         notes: Vec<String>,
@@ -91,7 +92,7 @@ fn helper_main() -> ! {
                     pid: spawned.pid,
                     notes: spawned.notes,
                 },
-                &[spawned.pidfd.as_fd(), spawned.ready.as_fd()],
+                &[spawned.pidfd.as_fd(), spawned.control.as_fd()],
             ),
             Err(message) => send(&socket, &HelperResponse::Failed { message }, &[]),
         };
@@ -104,7 +105,7 @@ fn helper_main() -> ! {
 struct Forked {
     pid: i32,
     pidfd: OwnedFd,
-    ready: OwnedFd,
+    control: OwnedFd,
     notes: Vec<String>,
 }
 
@@ -115,8 +116,14 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
     }
     let (release_r, release_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
-    let (ready_r, ready_w) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
+    // The init's first connection: it reports ready on it and serves it like any other.
+    let (control_host, control_init) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(os("socketpair"))?;
     let idmap = plan.workspace.is_some() && !plan.unprivileged;
     let (channel_parent, channel_child) = if idmap {
         let (a, b) = rustix::net::socketpair(
@@ -134,7 +141,7 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
         sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
     let Some(pid) = child else {
         // The child: keep only what the init needs, then become it.
-        let mut keep = vec![release_r.as_raw_fd(), ready_w.as_raw_fd()];
+        let mut keep = vec![release_r.as_raw_fd(), control_init.as_raw_fd()];
         keep.extend(channel_child.as_ref().map(AsRawFd::as_raw_fd));
         if sys::close_descriptors_except(&keep).is_err() {
             sys::exit_immediately(1);
@@ -152,13 +159,13 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
             Boot {
                 plan,
                 release: release_r,
-                ready: ready_w,
+                control: control_init,
                 workspace_channel: channel_child,
             },
             seccomp,
         );
     };
-    drop((release_r, ready_w, channel_child));
+    drop((release_r, control_init, channel_child));
     let prepared = prepare_child(pid, &plan, channel_parent.as_ref());
     match prepared {
         Ok((pidfd, notes)) => {
@@ -166,7 +173,7 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
             Ok(Forked {
                 pid,
                 pidfd,
-                ready: ready_r,
+                control: control_host,
                 notes,
             })
         }
@@ -337,7 +344,8 @@ impl Default for HelperCommand {
 pub(crate) struct Spawned {
     pub(crate) pid: i32,
     pub(crate) pidfd: OwnedFd,
-    pub(crate) ready: OwnedFd,
+    /// The host's end of the init's first connection.
+    pub(crate) control: OwnedFd,
     pub(crate) notes: Vec<String>,
 }
 
@@ -397,10 +405,10 @@ impl Helper {
             HelperResponse::Spawned { pid, notes } => {
                 let mut fds = fds.into_iter();
                 match (fds.next(), fds.next()) {
-                    (Some(pidfd), Some(ready)) => Ok(Spawned {
+                    (Some(pidfd), Some(control)) => Ok(Spawned {
                         pid,
                         pidfd,
-                        ready,
+                        control,
                         notes,
                     }),
                     _ => Err(HelperError::Io(io::Error::other(

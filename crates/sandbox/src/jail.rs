@@ -7,7 +7,6 @@
 //! through the init's control socket ([`crate::client`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -503,6 +502,7 @@ impl JailBackend {
         };
         let dir = inner.sandboxes_dir.join(id.as_str());
         let owner = slot.map(|_| uid_map.outside);
+        let started = std::time::Instant::now();
         prepare_dir(&dir, owner)
             .map_err(|e| SandboxError::setup("create the sandbox's directories", e))?;
         let cgroup = if inner.cgroups.controllers().is_empty() {
@@ -549,6 +549,7 @@ impl JailBackend {
             }
             let _ = remove_tree(&dir);
         };
+        let prepared = started.elapsed();
         let spawned = match self.helper_spawn(&plan) {
             Ok(spawned) => spawned,
             Err(err) => {
@@ -556,14 +557,29 @@ impl JailBackend {
                 return Err(err);
             }
         };
-        match wait_ready(&spawned.ready) {
-            Ok(notes) => Ok(Started {
-                spawned,
-                notes,
-                cgroup,
-                dir,
-                socket: plan.socket_path,
-            }),
+        let forked = started.elapsed();
+        let control = std::os::unix::net::UnixStream::from(spawned.control);
+        let ready = wait_ready(&control);
+        tracing::debug!(
+            sandbox = %id,
+            host_prep_us = prepared.as_micros(),
+            fork_us = (forked - prepared).as_micros(),
+            setup_us = (started.elapsed() - forked).as_micros(),
+            "sandbox init ready"
+        );
+        match ready {
+            Ok(mut notes) => {
+                notes.extend(spawned.notes);
+                Ok(Started {
+                    pid: spawned.pid,
+                    pidfd: spawned.pidfd,
+                    control,
+                    notes,
+                    cgroup,
+                    dir,
+                    socket: plan.socket_path,
+                })
+            }
             Err(message) => {
                 let _ = rustix::process::pidfd_send_signal(
                     &spawned.pidfd,
@@ -718,7 +734,11 @@ impl JailBackend {
 
 /// A started init, before the host connected to it.
 struct Started {
-    spawned: Spawned,
+    pid: i32,
+    pidfd: OwnedFd,
+    /// The init's first connection, past its readiness report.
+    control: std::os::unix::net::UnixStream,
+    /// What the helper and the init could not provide.
     notes: Vec<String>,
     cgroup: Option<SandboxCgroup>,
     dir: PathBuf,
@@ -780,34 +800,25 @@ fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
     env
 }
 
-/// Reads the init's readiness report: `Ok(notes)` or the error it wrote.
-fn wait_ready(ready: &OwnedFd) -> Result<Vec<String>, String> {
-    let mut text = String::new();
-    let mut file = std::fs::File::from(ready.try_clone().map_err(|e| e.to_string())?);
-    // Setup is a few milliseconds; the poll only guards against a wedged kernel call.
-    let mut fds = [rustix::event::PollFd::new(
-        ready,
-        rustix::event::PollFlags::IN,
-    )];
-    let timeout = rustix::event::Timespec {
-        tv_sec: 30,
-        tv_nsec: 0,
-    };
-    match rustix::event::poll(&mut fds, Some(&timeout)) {
-        Ok(0) => return Err("the sandbox init did not report within 30 s".to_owned()),
-        Ok(_) => {}
-        Err(err) => return Err(format!("waiting for the sandbox init: {err}")),
-    }
-    file.read_to_string(&mut text)
-        .map_err(|e| format!("reading the init's report: {e}"))?;
-    let mut lines = text.lines();
-    match lines.next() {
-        Some("ok") => Ok(lines
-            .filter_map(|l| l.strip_prefix("note: "))
-            .map(str::to_owned)
-            .collect()),
-        Some(line) => Err(line.strip_prefix("error: ").unwrap_or(line).to_owned()),
-        None => Err("the sandbox init exited during setup".to_owned()),
+/// Reads the init's first frame on its control connection: `Ok(notes)` once it is ready,
+/// or the setup error it reported.
+fn wait_ready(control: &std::os::unix::net::UnixStream) -> Result<Vec<String>, String> {
+    // Setup takes milliseconds; the timeout only guards against a wedged kernel call.
+    let mut reader = control;
+    reader
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| format!("waiting for the sandbox init: {e}"))?;
+    let frame = crate::proto::read_frame_blocking::<_, Response>(&mut reader);
+    let _ = reader.set_read_timeout(None);
+    match frame {
+        Ok(Some(Response::Ready { notes, .. })) => Ok(notes),
+        Ok(Some(Response::Error(err))) => Err(err.message),
+        Ok(Some(_)) => Err("the sandbox init sent an unexpected first frame".to_owned()),
+        Ok(None) => Err("the sandbox init exited during setup".to_owned()),
+        Err(FrameError::Io(err)) if err.kind() == std::io::ErrorKind::WouldBlock => {
+            Err("the sandbox init did not report within 30 s".to_owned())
+        }
+        Err(err) => Err(format!("reading the init's report: {err}")),
     }
 }
 
@@ -935,12 +946,11 @@ impl Backend for JailBackend {
         };
         let client = AgentClient::new(started.socket.clone());
         let mut degraded = self.inner.host_notes.clone();
-        degraded.extend(started.spawned.notes.iter().cloned());
         degraded.extend(started.notes.iter().cloned());
         let info = SandboxInfo {
             id: id.clone(),
             spec,
-            init_pid: started.spawned.pid,
+            init_pid: started.pid,
             created_at_ms: now_ms(),
             degraded,
         };
@@ -953,17 +963,21 @@ impl Backend for JailBackend {
             slot,
             dir: started.dir,
             client,
-            pidfd: started.spawned.pidfd,
+            pidfd: started.pidfd,
             cgroup: started.cgroup,
         });
         if let Ok(json) = serde_json::to_vec(&record) {
             let _ = std::fs::write(sandbox.dir.join("sandbox.json"), json);
         }
-        // Warm one connection now, so the first request does not pay for it.
-        match Connection::open(&started.socket).await {
-            Ok(connection) => sandbox.client.release(connection),
+        // The init's first connection is ready to serve requests.
+        match started
+            .control
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::UnixStream::from_std(started.control))
+        {
+            Ok(stream) => sandbox.client.release(Connection::established(stream)),
             Err(err) => {
-                let error = self.failure(&sandbox, err).await;
+                let error = self.failure(&sandbox, FrameError::Io(err)).await;
                 self.inner
                     .sandboxes
                     .write()

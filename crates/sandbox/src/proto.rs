@@ -126,6 +126,12 @@ pub enum Response {
         version: u32,
         pid: i32,
     },
+    /// The first frame on the connection the init is born with: setup succeeded, with
+    /// notes on protections this host could not provide.
+    Ready {
+        version: u32,
+        notes: Vec<String>,
+    },
     Pong,
     Ok,
     Error(RemoteError),

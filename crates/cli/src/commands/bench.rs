@@ -24,6 +24,12 @@ struct Summary {
 }
 
 fn summarise(mut samples: Vec<Duration>) -> Summary {
+    if samples.is_empty() {
+        return Summary {
+            p50: f64::NAN,
+            p99: f64::NAN,
+        };
+    }
     samples.sort();
     let at = |q: f64| {
         #[expect(
@@ -50,24 +56,6 @@ fn progress(len: usize, what: &str) -> ProgressBar {
     );
     bar.set_message(what.to_owned());
     bar
-}
-
-/// Times `iterations` runs of a blocking closure.
-fn time_blocking(
-    iterations: usize,
-    what: &str,
-    mut run: impl FnMut() -> anyhow::Result<()>,
-) -> anyhow::Result<Vec<Duration>> {
-    let bar = progress(iterations, what);
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let started = Instant::now();
-        run()?;
-        samples.push(started.elapsed());
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(samples)
 }
 
 fn spawn_and_wait(program: &Path, args: &[&str]) -> anyhow::Result<()> {
@@ -130,122 +118,153 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         .context("cannot set up the sandbox backend")?;
     let true_path = Path::new("/bin/true");
 
-    // Baselines, measured in this run.
-    let plain = summarise(time_blocking(
-        iterations,
-        "plain spawn of /bin/true",
-        || spawn_and_wait(true_path, &[]),
-    )?);
     let workspace = tempfile::tempdir().context("cannot create a workspace for bubblewrap")?;
-    let bwrap = match find_program("bwrap") {
-        Some(bwrap) => {
-            let dir = workspace.path().to_string_lossy().into_owned();
-            let profile = [
-                "--unshare-all",
-                "--die-with-parent",
-                "--new-session",
-                "--ro-bind",
-                "/usr",
-                "/usr",
-                "--symlink",
-                "usr/lib",
-                "/lib",
-                "--symlink",
-                "usr/lib64",
-                "/lib64",
-                "--symlink",
-                "usr/bin",
-                "/bin",
-                "--symlink",
-                "usr/sbin",
-                "/sbin",
-                "--proc",
-                "/proc",
-                "--dev",
-                "/dev",
-                "--tmpfs",
-                "/tmp",
-                "--bind",
-                &dir,
-                "/workspace",
-                "/bin/true",
-            ];
-            Some(summarise(time_blocking(
-                iterations,
-                "bubblewrap /bin/true",
-                || spawn_and_wait(&bwrap, &profile),
-            )?))
-        }
-        None => {
-            output::warning(
-                "bwrap is not installed (apt-get install bubblewrap); the bubblewrap baseline is skipped",
-            );
-            None
-        }
-    };
-
-    // The jail, cold: create, exec, destroy.
-    let bar = progress(iterations, "jail cold: create + exec + destroy");
-    let mut cold = Vec::with_capacity(iterations);
-    let mut parts = [Duration::ZERO; 3];
-    for _ in 0..iterations {
-        let started = Instant::now();
-        let info = backend.create(SandboxSpec::default()).await?;
-        let t1 = started.elapsed();
-        let result = backend
-            .exec(&info.id, ExecRequest::argv(["/bin/true"]))
-            .await?;
-        let t2 = started.elapsed();
-        backend.destroy(&info.id).await?;
-        cold.push(started.elapsed());
-        parts[0] += t1;
-        parts[1] += t2 - t1;
-        parts[2] += started.elapsed() - t2;
-        anyhow::ensure!(
-            result.success(),
-            "/bin/true failed in a sandbox: {result:?}"
+    let dir = workspace.path().to_string_lossy().into_owned();
+    let bwrap = find_program("bwrap");
+    if bwrap.is_none() {
+        output::warning(
+            "bwrap is not installed (apt-get install bubblewrap); the bubblewrap baseline is skipped",
         );
-        bar.inc(1);
     }
-    bar.finish_and_clear();
-    let cold = summarise(cold);
-
-    // Pooled: acquire from a warm pool, exec, release (destroyed in the background).
+    let profile = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        &dir,
+        "/workspace",
+        "/bin/true",
+    ];
+    if std::env::var_os("FORGE_BENCH_PROBE").is_some() {
+        let mut firsts = Vec::new();
+        let mut seconds = Vec::new();
+        let mut creates = Vec::new();
+        let mut destroys = Vec::new();
+        for _ in 0..iterations {
+            let t = Instant::now();
+            let info = backend.create(SandboxSpec::default()).await?;
+            creates.push(t.elapsed());
+            let t = Instant::now();
+            backend
+                .exec(&info.id, ExecRequest::argv(["/bin/true"]))
+                .await?;
+            firsts.push(t.elapsed());
+            let t = Instant::now();
+            backend
+                .exec(&info.id, ExecRequest::argv(["/bin/true"]))
+                .await?;
+            seconds.push(t.elapsed());
+            let t = Instant::now();
+            backend.destroy(&info.id).await?;
+            destroys.push(t.elapsed());
+        }
+        let s = |v: Vec<Duration>| summarise(v).p50;
+        output::line(&format!(
+            "create {:.2} first {:.2} second {:.2} destroy {:.2}",
+            s(creates),
+            s(firsts),
+            s(seconds),
+            s(destroys)
+        ));
+        backend.settle().await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let shared: Arc<dyn Backend> = Arc::new(backend.clone());
     let pool = Pool::new(shared, SandboxSpec::default(), 4);
-    let bar = progress(iterations, "jail pooled: acquire + exec + release");
-    let mut pooled = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        pool.wait_full(Duration::from_secs(30)).await;
-        let started = Instant::now();
-        let info = pool.acquire().await?;
-        let result = backend
-            .exec(&info.id, ExecRequest::argv(["/bin/true"]))
-            .await?;
-        pool.release(info.id);
-        pooled.push(started.elapsed());
-        anyhow::ensure!(result.success(), "/bin/true failed in a pooled sandbox");
+    let warm_sandbox = backend.create(SandboxSpec::default()).await?;
+    pool.wait_full(Duration::from_secs(30)).await;
+
+    // Every iteration measures each subject once, in a rotating order, so that baselines and
+    // subjects see the same machine: timings on a shared machine drift within one run.
+    let mut samples: [Vec<Duration>; 5] = Default::default();
+    let bar = progress(iterations, "plain, bubblewrap, cold, pooled, warm");
+    for iteration in 0..iterations {
+        for step in 0..5 {
+            let which = (iteration + step) % 5;
+            let elapsed = match which {
+                0 => {
+                    let started = Instant::now();
+                    spawn_and_wait(true_path, &[])?;
+                    started.elapsed()
+                }
+                1 => match &bwrap {
+                    Some(bwrap) => {
+                        let started = Instant::now();
+                        spawn_and_wait(bwrap, &profile)?;
+                        started.elapsed()
+                    }
+                    None => continue,
+                },
+                2 => {
+                    let started = Instant::now();
+                    let info = backend.create(SandboxSpec::default()).await?;
+                    let result = backend
+                        .exec(&info.id, ExecRequest::argv(["/bin/true"]))
+                        .await?;
+                    backend.destroy(&info.id).await?;
+                    let elapsed = started.elapsed();
+                    anyhow::ensure!(
+                        result.success(),
+                        "/bin/true failed in a sandbox: {result:?}"
+                    );
+                    elapsed
+                }
+                3 => {
+                    pool.wait_full(Duration::from_secs(30)).await;
+                    let started = Instant::now();
+                    let info = pool.acquire().await?;
+                    let result = backend
+                        .exec(&info.id, ExecRequest::argv(["/bin/true"]))
+                        .await?;
+                    pool.release(info.id);
+                    let elapsed = started.elapsed();
+                    anyhow::ensure!(result.success(), "/bin/true failed in a pooled sandbox");
+                    elapsed
+                }
+                _ => {
+                    let started = Instant::now();
+                    let result = backend
+                        .exec(&warm_sandbox.id, ExecRequest::argv(["/bin/true"]))
+                        .await?;
+                    let elapsed = started.elapsed();
+                    anyhow::ensure!(result.success(), "/bin/true failed in a warm sandbox");
+                    elapsed
+                }
+            };
+            samples[which].push(elapsed);
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
     pool.shutdown().await;
+    backend.destroy(&warm_sandbox.id).await?;
+    backend.settle().await?;
+    let [plain, bwrap_samples, cold, pooled, warm] = samples;
+    let plain = summarise(plain);
+    let bwrap = (!bwrap_samples.is_empty()).then(|| summarise(bwrap_samples));
+    let cold = summarise(cold);
     let pooled = summarise(pooled);
-
-    // Warm: exec in one running sandbox.
-    let info = backend.create(SandboxSpec::default()).await?;
-    let bar = progress(iterations, "jail warm exec");
-    let mut warm = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let started = Instant::now();
-        let result = backend
-            .exec(&info.id, ExecRequest::argv(["/bin/true"]))
-            .await?;
-        warm.push(started.elapsed());
-        anyhow::ensure!(result.success(), "/bin/true failed in a warm sandbox");
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    backend.destroy(&info.id).await?;
     let warm = summarise(warm);
 
     // Density: idle sandboxes alive at once.
@@ -255,13 +274,14 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         None
     };
 
-    // Let background destroys of the pool finish before the process exits.
+    // Pool sandboxes released last are destroyed in the background; wait for them.
     for _ in 0..500 {
         if backend.list().await.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    backend.settle().await?;
 
     let ratio = |a: Summary, b: Option<Summary>| b.map(|b| a.p50 / b.p50);
     let report = json!({
@@ -379,6 +399,7 @@ async fn density(backend: &JailBackend, count: usize) -> anyhow::Result<Density>
         backend.destroy(&info.id).await?;
         bar.inc(1);
     }
+    backend.settle().await?;
     bar.finish_and_clear();
     outcome?;
     let n = ids.len().max(1) as u64;

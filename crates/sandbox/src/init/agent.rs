@@ -113,7 +113,11 @@ impl Agent {
 }
 
 /// Serves the control socket until the sandbox is destroyed (the init is killed).
-pub(crate) fn serve(listener: std::os::unix::net::UnixListener, agent: Agent) -> ! {
+pub(crate) fn serve(
+    listener: std::os::unix::net::UnixListener,
+    control: std::os::unix::net::UnixStream,
+    agent: Agent,
+) -> ! {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -125,6 +129,14 @@ pub(crate) fn serve(listener: std::os::unix::net::UnixListener, agent: Agent) ->
         let agent = Rc::new(agent);
         tokio::task::spawn_local(agent.children.clone().reap_forever());
         let accept = async {
+            // The connection the init was born with needs no hello: the host end was made
+            // together with this one.
+            control.set_nonblocking(true)?;
+            tokio::task::spawn_local(
+                agent
+                    .clone()
+                    .serve_connection(UnixStream::from_std(control)?),
+            );
             listener.set_nonblocking(true)?;
             let listener = tokio::net::UnixListener::from_std(listener)?;
             loop {
@@ -172,6 +184,16 @@ impl Agent {
                 return;
             }
         }
+        self.serve_requests(reader, writer).await;
+    }
+
+    /// Serves the connection the init was born with (its hello is implied).
+    async fn serve_connection(self: Rc<Self>, stream: UnixStream) {
+        let (reader, writer) = stream.into_split();
+        self.serve_requests(reader, writer).await;
+    }
+
+    async fn serve_requests(self: Rc<Self>, mut reader: OwnedReadHalf, mut writer: OwnedWriteHalf) {
         loop {
             let Ok(Some(request)) = proto::read_frame(&mut reader).await else {
                 return;

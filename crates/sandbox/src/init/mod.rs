@@ -13,11 +13,12 @@ mod setup;
 mod spawn;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::OwnedFd;
 
 use crate::init::setup::{SetupError, Stage};
 use crate::plan::SpawnPlan;
+use crate::proto::{self, ErrorKind, PROTOCOL_VERSION, RemoteError, Response};
 use crate::sys;
 
 /// What the forked child receives from the helper.
@@ -26,8 +27,9 @@ pub(crate) struct Boot {
     pub(crate) plan: SpawnPlan,
     /// Closed (or written to) by the helper once the child may proceed.
     pub(crate) release: OwnedFd,
-    /// Where setup reports `ok` or its error.
-    pub(crate) ready: OwnedFd,
+    /// The init's first connection: setup reports `Ready` or its error on it, then it is
+    /// served like any accepted connection.
+    pub(crate) control: OwnedFd,
     /// Where the helper sends the idmapped workspace mount, when it makes one.
     pub(crate) workspace_channel: Option<OwnedFd>,
 }
@@ -37,7 +39,7 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
     let Boot {
         plan,
         release,
-        ready,
+        control,
         workspace_channel,
     } = boot;
     let mut release = std::fs::File::from(release);
@@ -49,18 +51,24 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
     drop(release);
     // Sent before the release, so it is waiting now if it was sent at all.
     let workspace = workspace_channel.and_then(|channel| crate::helper::receive_fd(&channel));
-    let mut ready = std::fs::File::from(ready);
+    let mut control = std::os::unix::net::UnixStream::from(control);
     match setup(&plan, workspace, seccomp) {
         Ok((listener, agent, notes)) => {
-            let message: String = std::iter::once("ok\n".to_owned())
-                .chain(notes.iter().map(|note| format!("note: {note}\n")))
-                .collect();
-            let _ = ready.write_all(message.as_bytes());
-            drop(ready);
-            agent::serve(listener, agent)
+            let ready = Response::Ready {
+                version: PROTOCOL_VERSION,
+                notes,
+            };
+            if proto::write_frame_blocking(&mut control, &ready).is_err() {
+                sys::exit_immediately(1);
+            }
+            agent::serve(listener, control, agent)
         }
         Err(err) => {
-            let _ = ready.write_all(format!("error: {}: {}\n", err.stage, err.source).as_bytes());
+            let message = format!("{}: {}", err.stage, err.source);
+            let _ = proto::write_frame_blocking(
+                &mut control,
+                &Response::Error(RemoteError::new(ErrorKind::Other, message)),
+            );
             sys::exit_immediately(1)
         }
     }
