@@ -14,7 +14,7 @@ use forge_types::{Limits, SandboxStats};
 use fs_err as fs;
 
 /// A resource controller Forge configures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Controller {
     Memory,
     Pids,
@@ -44,7 +44,7 @@ impl Controller {
 }
 
 /// Cgroup version of one hierarchy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Version {
     V1,
     V2,
@@ -270,28 +270,15 @@ impl CgroupRoot {
             .collect()
     }
 
-    /// Creates the cgroups of one sandbox and writes its limits.
-    pub fn create(&self, id: &str, limits: &Limits) -> Result<SandboxCgroup, CgroupError> {
-        let mut cgroup = SandboxCgroup { dirs: Vec::new() };
-        for (hierarchy, base) in &self.bases {
-            let dir = base.join(id);
-            match fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(source) => {
-                    let _ = cgroup.remove();
-                    return Err(CgroupError::Create { path: dir, source });
-                }
-            }
-            cgroup
-                .dirs
-                .push((hierarchy.version, hierarchy.controllers.clone(), dir));
+    /// Where the cgroups of sandbox `id` go (nothing is created yet).
+    pub fn plan(&self, id: &str) -> SandboxCgroup {
+        SandboxCgroup {
+            dirs: self
+                .bases
+                .iter()
+                .map(|(h, base)| (h.version, h.controllers.clone(), base.join(id)))
+                .collect(),
         }
-        if let Err(err) = cgroup.apply(limits) {
-            let _ = cgroup.remove();
-            return Err(err);
-        }
-        Ok(cgroup)
     }
 
     /// Re-attaches to the cgroups of a sandbox created earlier (after a restart).
@@ -347,7 +334,7 @@ fn enable_v2_controllers(hierarchy: &Hierarchy, base: &Path) -> Result<(), Cgrou
 }
 
 /// The cgroups of one sandbox.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SandboxCgroup {
     dirs: Vec<(Version, Vec<Controller>, PathBuf)>,
 }
@@ -358,6 +345,33 @@ impl SandboxCgroup {
             .iter()
             .find(|(_, controllers, _)| controllers.contains(&controller))
             .map(|(v, _, d)| (*v, d.as_path()))
+    }
+
+    /// Creates the cgroups and writes the limits; on failure nothing is left behind.
+    pub fn create(&self, limits: &Limits) -> Result<(), CgroupError> {
+        for (_, _, dir) in &self.dirs {
+            match fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    let _ = self.remove();
+                    return Err(CgroupError::Create {
+                        path: dir.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        if let Err(err) = self.apply(limits) {
+            let _ = self.remove();
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// Whether any controller is configured.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
     }
 
     fn apply(&self, limits: &Limits) -> Result<(), CgroupError> {
@@ -637,7 +651,8 @@ mod tests {
             cpu_millis: 1500,
             ..Limits::default()
         };
-        let sandbox = cgroups.create("sb-00000001", &limits).unwrap();
+        let sandbox = cgroups.plan("sb-00000001");
+        sandbox.create(&limits).unwrap();
         let dir = own.join("forge/sb-00000001");
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
         assert_eq!(

@@ -12,6 +12,7 @@ use std::ffi::OsString;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -73,6 +74,7 @@ fn helper_main() -> ! {
         let _ = rustix::stdio::dup2_stdin(&null);
         let _ = rustix::stdio::dup2_stdout(&null);
     }
+    warm_up_spawning();
     if sys::auto_reap_children().is_err() {
         sys::exit_immediately(65);
     }
@@ -102,6 +104,23 @@ fn helper_main() -> ! {
     }
 }
 
+/// Runs std's process spawning once (on a program that does not exist, so nothing runs):
+/// it resolves `posix_spawn` helpers lazily, and every init forked from this process then
+/// starts its first command without paying for that.
+fn warm_up_spawning() {
+    use std::os::unix::process::CommandExt;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "spawns nothing: the program does not exist"
+    )]
+    let mut command = std::process::Command::new("/nonexistent/forge-warm-up");
+    let _ = command
+        .process_group(0)
+        .current_dir("/")
+        .env_clear()
+        .spawn();
+}
+
 struct Forked {
     pid: i32,
     pidfd: OwnedFd,
@@ -109,10 +128,25 @@ struct Forked {
     notes: Vec<String>,
 }
 
-/// Forks the init of one sandbox and prepares it from the outside.
+/// Forks the init of one sandbox and prepares it from the outside, in two steps that run
+/// alongside the child's own setup: id maps (and an idmapped workspace) before it may build
+/// its root, cgroups while it does.
 fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<Forked, String> {
     fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
         move |err| format!("{what}: {err}")
+    }
+    let dir = &plan.sandbox_dir;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("create {}: {e}", dir.display()))?;
+    if let Some(owner) = plan.owner {
+        let (uid, gid) = (
+            rustix::process::Uid::from_raw(owner),
+            rustix::process::Gid::from_raw(owner),
+        );
+        rustix::fs::chown(dir, Some(uid), Some(gid))
+            .map_err(|e| format!("chown {}: {e}", dir.display()))?;
     }
     let (release_r, release_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
@@ -124,25 +158,23 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
         None,
     )
     .map_err(os("socketpair"))?;
-    let idmap = plan.workspace.is_some() && !plan.unprivileged;
-    let (channel_parent, channel_child) = if idmap {
-        let (a, b) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )
-        .map_err(os("socketpair"))?;
-        (Some(a), Some(b))
-    } else {
-        (None, None)
-    };
+    // Descriptors the helper opens for the child after the fork (workspace mount, OOM counter).
+    let (channel_parent, channel_child) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(os("socketpair"))?;
     let child =
         sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
     let Some(pid) = child else {
         // The child: keep only what the init needs, then become it.
-        let mut keep = vec![release_r.as_raw_fd(), control_init.as_raw_fd()];
-        keep.extend(channel_child.as_ref().map(AsRawFd::as_raw_fd));
+        let keep = [
+            release_r.as_raw_fd(),
+            control_init.as_raw_fd(),
+            channel_child.as_raw_fd(),
+        ];
         if sys::close_descriptors_except(&keep).is_err() {
             sys::exit_immediately(1);
         }
@@ -160,37 +192,46 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
                 plan,
                 release: release_r,
                 control: control_init,
-                workspace_channel: channel_child,
+                channel: channel_child,
             },
             seccomp,
         );
     };
     drop((release_r, control_init, channel_child));
-    let prepared = prepare_child(pid, &plan, channel_parent.as_ref());
-    match prepared {
-        Ok((pidfd, notes)) => {
-            rustix::io::write(&release_w, b"1").map_err(os("release the init"))?;
-            Ok(Forked {
-                pid,
-                pidfd,
-                control: control_host,
-                notes,
-            })
+    let kill = || {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
+    };
+    let (pidfd, notes) = match map_child(pid, &plan, &channel_parent) {
+        Ok(mapped) => mapped,
         Err(message) => {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-            Err(message)
+            kill();
+            return Err(message);
         }
+    };
+    rustix::io::write(&release_w, &[init::RELEASE_MAPPED]).map_err(os("release the init"))?;
+    if let Err(message) = place_child(pid, &plan, &channel_parent) {
+        kill();
+        if let Some(cgroup) = &plan.cgroup {
+            let _ = cgroup.remove();
+        }
+        return Err(message);
     }
+    rustix::io::write(&release_w, &[init::RELEASE_PLACED]).map_err(os("release the init"))?;
+    Ok(Forked {
+        pid,
+        pidfd,
+        control: control_host,
+        notes,
+    })
 }
 
-/// Writes the child's id maps, moves it into its cgroups and makes its idmapped workspace.
-fn prepare_child(
+/// Writes the child's id maps and, for a host workspace, makes and sends its idmapped mount.
+fn map_child(
     pid: i32,
     plan: &SpawnPlan,
-    channel: Option<&OwnedFd>,
+    channel: &OwnedFd,
 ) -> Result<(OwnedFd, Vec<String>), String> {
     let raw = rustix::process::Pid::from_raw(pid).ok_or_else(|| format!("invalid pid {pid}"))?;
     let pidfd = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
@@ -206,13 +247,11 @@ fn prepare_child(
     write("uid_map", &plan.uid_map.map_line())?;
     write("gid_map", &plan.gid_map.map_line())?;
     let mut notes = Vec::new();
-    for procs in &plan.cgroup_procs {
-        std::fs::write(procs, pid.to_string())
-            .map_err(|e| format!("join cgroup {}: {e}", procs.display()))?;
-    }
-    if let (Some(channel), Some(workspace)) = (channel, &plan.workspace) {
+    if let Some(workspace) = &plan.workspace
+        && !plan.unprivileged
+    {
         match idmapped_tree(workspace, &proc_dir.join("ns/user")) {
-            Ok(tree) => send_fd(channel, tree.as_fd()).map_err(|e| format!("pass the workspace mount: {e}"))?,
+            Ok(tree) => send_fd(channel, FD_WORKSPACE, tree.as_fd()).map_err(|e| format!("pass the workspace mount: {e}"))?,
             Err(err) => notes.push(format!(
                 "workspace {} could not be idmapped ({err}); it is mounted as is and may be read-only inside",
                 workspace.display()
@@ -220,6 +259,31 @@ fn prepare_child(
         }
     }
     Ok((pidfd, notes))
+}
+
+/// Creates the child's cgroups, moves it into them and sends it the OOM counter.
+fn place_child(pid: i32, plan: &SpawnPlan, channel: &OwnedFd) -> Result<(), String> {
+    let Some(cgroup) = &plan.cgroup else {
+        return Ok(());
+    };
+    cgroup
+        .create(&plan.limits)
+        .map_err(|e| crate::cgroup::error_chain(&e))?;
+    for procs in cgroup.procs_files() {
+        std::fs::write(&procs, pid.to_string())
+            .map_err(|e| format!("join cgroup {}: {e}", procs.display()))?;
+    }
+    if let Some(events) = cgroup.oom_events_file() {
+        let file = rustix::fs::open(
+            &events,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| format!("open {}: {e}", events.display()))?;
+        send_fd(channel, FD_OOM_EVENTS, file.as_fd())
+            .map_err(|e| format!("pass the OOM counter: {e}"))?;
+    }
+    Ok(())
 }
 
 /// A detached copy of `dir` whose ids are shown through the user namespace at `userns`.
@@ -241,37 +305,42 @@ fn idmapped_tree(dir: &Path, userns: &Path) -> io::Result<OwnedFd> {
     Ok(tree)
 }
 
-fn send_fd(channel: &OwnedFd, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> {
+/// Tags of the descriptors the helper sends a child after the fork.
+pub(crate) const FD_WORKSPACE: u8 = b'w';
+pub(crate) const FD_OOM_EVENTS: u8 = b'o';
+
+fn send_fd(channel: &OwnedFd, tag: u8, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> {
     let fds = [fd];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     control.push(SendAncillaryMessage::ScmRights(&fds));
     rustix::net::sendmsg(
         channel,
-        &[IoSlice::new(b"w")],
+        &[IoSlice::new(&[tag])],
         &mut control,
         SendFlags::empty(),
     )?;
     Ok(())
 }
 
-pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<OwnedFd> {
-    let mut byte = [0u8; 1];
+/// Takes the next descriptor waiting on `channel` with its tag; `None` when none is waiting
+/// (the helper sends everything before the release the child waits for).
+pub(crate) fn receive_fd(channel: &OwnedFd) -> Option<(u8, OwnedFd)> {
+    let mut tag = [0u8; 1];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    // The helper sends the mount before it releases the child, or nothing at all (then it
-    // has closed its end by the time the child reads).
     rustix::net::recvmsg(
         channel,
-        &mut [IoSliceMut::new(&mut byte)],
+        &mut [IoSliceMut::new(&mut tag)],
         &mut control,
         RecvFlags::DONTWAIT,
     )
     .ok()?;
-    control.drain().find_map(|message| match message {
+    let fd = control.drain().find_map(|message| match message {
         RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
         _ => None,
-    })
+    })?;
+    Some((tag[0], fd))
 }
 
 /// Sends one message with optional descriptors.
@@ -352,18 +421,21 @@ pub(crate) struct Spawned {
 /// The host's end of the helper.
 #[derive(Debug)]
 pub(crate) struct Helper {
-    socket: OwnedFd,
+    socket: tokio::io::unix::AsyncFd<OwnedFd>,
     child: std::process::Child,
 }
 
 impl Helper {
+    /// Starts the helper process. Must be called within a tokio runtime.
     pub(crate) fn start(command: &HelperCommand) -> io::Result<Self> {
         let (ours, theirs) = rustix::net::socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
+            SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
             None,
         )?;
+        // The helper's end blocks; only ours is driven by the event loop.
+        rustix::io::ioctl_fionbio(&theirs, false)?;
         #[expect(
             clippy::disallowed_methods,
             reason = "starts Forge's own helper binary, not user code"
@@ -376,27 +448,34 @@ impl Helper {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()?;
-        Ok(Self {
-            socket: ours,
-            child,
-        })
+        let socket = sys::async_fd(
+            ours,
+            tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,
+        )?;
+        Ok(Self { socket, child })
     }
 
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// Asks the helper for a sandbox init. Blocking; call from a blocking context.
-    pub(crate) fn spawn(&self, plan: &SpawnPlan) -> Result<Spawned, HelperError> {
-        send(
-            &self.socket,
-            &HelperRequest::Spawn(Box::new(plan.clone())),
-            &[],
-        )
-        .map_err(HelperError::Io)?;
-        let Some((response, fds)) =
-            receive::<HelperResponse>(&self.socket).map_err(HelperError::Io)?
-        else {
+    /// Asks the helper for a sandbox init. One request at a time per helper.
+    pub(crate) async fn spawn(&self, plan: &SpawnPlan) -> Result<Spawned, HelperError> {
+        let request = HelperRequest::Spawn(Box::new(plan.clone()));
+        loop {
+            let mut guard = self.socket.writable().await.map_err(HelperError::Io)?;
+            if let Ok(sent) = guard.try_io(|fd| send(fd.get_ref(), &request, &[])) {
+                sent.map_err(HelperError::Io)?;
+                break;
+            }
+        }
+        let received = loop {
+            let mut guard = self.socket.readable().await.map_err(HelperError::Io)?;
+            if let Ok(received) = guard.try_io(|fd| receive::<HelperResponse>(fd.get_ref())) {
+                break received.map_err(HelperError::Io)?;
+            }
+        };
+        let Some((response, fds)) = received else {
             return Err(HelperError::Io(io::Error::from(
                 io::ErrorKind::UnexpectedEof,
             )));
@@ -424,7 +503,7 @@ impl Helper {
 impl Drop for Helper {
     fn drop(&mut self) {
         // Closing the socket ends the helper; reap it so no zombie is left.
-        let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both);
+        let _ = rustix::net::shutdown(self.socket.get_ref(), rustix::net::Shutdown::Both);
         let _ = self.child.wait();
     }
 }

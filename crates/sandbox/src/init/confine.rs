@@ -1,12 +1,8 @@
-//! What every process started in a sandbox is confined by, beyond the namespaces it
-//! inherits: the seccomp filter and an empty capability bounding set (installed once on the
-//! init and inherited), and per process a new session, rlimits, zero capabilities, locked
-//! securebits and a Landlock domain that only lets it write to the writable paths.
+//! What every process in a sandbox is confined by beyond its namespaces. It is all applied
+//! once, to the init, and inherited by every process the init starts.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -31,107 +27,95 @@ const WRITABLE_DEVICES: [&str; 5] = [
     "/dev/pts",
 ];
 
-/// The confinement applied to every child of the init.
-#[derive(Debug, Clone)]
-pub(crate) struct Confinement {
-    landlock: Option<Arc<OwnedFd>>,
-    open_files: u64,
-    file_size: u64,
+/// Confines the init itself, and through inheritance every process it starts: rlimits,
+/// securebits that keep root from regaining capabilities at `exec`, an empty bounding set,
+/// a Landlock domain that allows writes only to the writable paths, and the seccomp filter.
+///
+/// The init keeps its own effective capabilities (its file API manages files owned by any
+/// sandbox user), but Landlock binds it too: the file API can write exactly where the
+/// sandbox's processes can. Because everything is inherited, children need no per-process
+/// setup between fork and exec, so they can be started with `posix_spawn`.
+///
+/// Returns whether Landlock is enforced on this kernel.
+pub(crate) fn seal_init(
+    plan: &SpawnPlan,
+    seccomp: &seccompiler::BpfProgram,
+) -> Result<bool, SetupError> {
+    let limit = |value| Rlimit {
+        current: Some(value),
+        maximum: Some(value),
+    };
+    rustix::process::setrlimit(Resource::Core, limit(0))
+        .stage(|| "setrlimit(RLIMIT_CORE)".into())?;
+    rustix::process::setrlimit(Resource::Nofile, limit(plan.limits.open_files))
+        .stage(|| "setrlimit(RLIMIT_NOFILE)".into())?;
+    rustix::process::setrlimit(Resource::Fsize, limit(plan.limits.file_size_bytes))
+        .stage(|| "setrlimit(RLIMIT_FSIZE)".into())?;
+    rustix::thread::set_capabilities_secure_bits(
+        CapabilitiesSecureBits::NO_ROOT
+            | CapabilitiesSecureBits::NO_ROOT_LOCKED
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP
+            | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
+            | CapabilitiesSecureBits::KEEP_CAPS_LOCKED
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
+            | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED,
+    )
+    .stage(|| "lock the securebits".into())?;
+    rustix::thread::clear_ambient_capability_set()
+        .stage(|| "clear the ambient capabilities".into())?;
+    let own = rustix::thread::capabilities(None).stage(|| "capget".into())?;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            inheritable: CapabilitySet::empty(),
+            ..own
+        },
+    )
+    .stage(|| "clear the inheritable capabilities".into())?;
+    let mut cap = 0;
+    while sys::drop_bounding_capability(cap)
+        .stage(|| format!("drop capability {cap} from the bounding set"))?
+    {
+        cap += 1;
+    }
+    rustix::thread::set_no_new_privs(true).stage(|| "prctl(PR_SET_NO_NEW_PRIVS)".into())?;
+    let landlock = restrict_writes(plan)?;
+    seccompiler::apply_filter(seccomp)
+        .map_err(io::Error::other)
+        .stage(|| "install the seccomp filter".into())?;
+    Ok(landlock)
 }
 
-impl Confinement {
-    /// Prepares the Landlock ruleset for the plan's writable paths (after the pivot, so
-    /// paths are the sandbox's own).
-    pub(crate) fn prepare(plan: &SpawnPlan) -> Result<Self, SetupError> {
-        let read = AccessFs::from_read(LANDLOCK_ABI);
-        let all = AccessFs::from_all(LANDLOCK_ABI);
-        let writable: Vec<&str> = plan
-            .writable
-            .iter()
-            .map(String::as_str)
-            .chain(WRITABLE_DEVICES)
-            .filter(|p| Path::new(p).exists())
-            .collect();
-        let ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(all)
-            .and_then(Ruleset::create)
-            .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
-            .and_then(|r| r.add_rules(path_beneath_rules(&writable, all)))
-            .map_err(io::Error::other)
-            .stage(|| "build the landlock ruleset".into())?;
-        let landlock: Option<OwnedFd> = ruleset.into();
-        Ok(Self {
-            landlock: landlock.map(Arc::new),
-            open_files: plan.limits.open_files,
-            file_size: plan.limits.file_size_bytes,
-        })
-    }
+/// Restricts writes to the plan's writable paths (and a few devices). Runs after the pivot,
+/// so the paths are the sandbox's own.
+fn restrict_writes(plan: &SpawnPlan) -> Result<bool, SetupError> {
+    let read = AccessFs::from_read(LANDLOCK_ABI);
+    let all = AccessFs::from_all(LANDLOCK_ABI);
+    let writable: Vec<&str> = plan
+        .writable
+        .iter()
+        .map(String::as_str)
+        .chain(WRITABLE_DEVICES)
+        .filter(|p| Path::new(p).exists())
+        .collect();
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .and_then(Ruleset::create)
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&writable, all)))
+        .and_then(landlock::RulesetCreated::restrict_self)
+        .map_err(io::Error::other)
+        .stage(|| "enforce the landlock ruleset".into())?;
+    Ok(status.ruleset != landlock::RulesetStatus::NotEnforced)
+}
 
-    /// Whether Landlock is enforced on this kernel.
-    pub(crate) fn landlock_enforced(&self) -> bool {
-        self.landlock.is_some()
-    }
-
-    /// Seals the init itself: no new privileges, the seccomp filters (inherited by every
-    /// child), and an empty bounding set so that no program it starts can regain a
-    /// capability. The init keeps its own effective capabilities for the file API.
-    pub(crate) fn seal_init(program: &seccompiler::BpfProgram) -> Result<(), SetupError> {
-        // seccompiler sets no-new-privileges before it installs the program.
-        seccompiler::apply_filter(program)
-            .map_err(io::Error::other)
-            .stage(|| "install the seccomp filter".into())?;
-        let mut cap = 0;
-        while sys::drop_bounding_capability(cap)
-            .stage(|| format!("drop capability {cap} from the bounding set"))?
-        {
-            cap += 1;
-        }
+/// The hook a terminal's process runs between fork and exec: a new session with the
+/// terminal as its controlling tty. Only system calls.
+pub(crate) fn terminal_hook() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+    || {
+        rustix::process::setsid()?;
+        rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
         Ok(())
-    }
-
-    /// The hook run in each child between fork and exec. Only system calls, no allocation.
-    pub(crate) fn child_hook(
-        &self,
-        controlling_tty: bool,
-    ) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
-        let landlock = self.landlock.clone();
-        let open_files = self.open_files;
-        let file_size = self.file_size;
-        move || {
-            rustix::process::setsid()?;
-            if controlling_tty {
-                rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
-            }
-            let limit = |value| Rlimit {
-                current: Some(value),
-                maximum: Some(value),
-            };
-            rustix::process::setrlimit(Resource::Core, limit(0))?;
-            rustix::process::setrlimit(Resource::Nofile, limit(open_files))?;
-            rustix::process::setrlimit(Resource::Fsize, limit(file_size))?;
-            rustix::thread::set_capabilities_secure_bits(
-                CapabilitiesSecureBits::NO_ROOT
-                    | CapabilitiesSecureBits::NO_ROOT_LOCKED
-                    | CapabilitiesSecureBits::NO_SETUID_FIXUP
-                    | CapabilitiesSecureBits::NO_SETUID_FIXUP_LOCKED
-                    | CapabilitiesSecureBits::KEEP_CAPS_LOCKED
-                    | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE
-                    | CapabilitiesSecureBits::NO_CAP_AMBIENT_RAISE_LOCKED,
-            )?;
-            rustix::thread::clear_ambient_capability_set()?;
-            rustix::thread::set_capabilities(
-                None,
-                CapabilitySets {
-                    effective: CapabilitySet::empty(),
-                    permitted: CapabilitySet::empty(),
-                    inheritable: CapabilitySet::empty(),
-                },
-            )?;
-            if let Some(ruleset) = &landlock {
-                sys::landlock_restrict_self(ruleset.as_fd())?;
-            }
-            Ok(())
-        }
     }
 }

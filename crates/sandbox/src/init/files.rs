@@ -71,6 +71,19 @@ pub(crate) fn io_error(path: &Path, err: &io::Error) -> RemoteError {
     RemoteError::new(kind, format!("{}: {reason}", path.display()))
 }
 
+/// Like [`io_error`], for an operation that writes: a refusal names the paths that are
+/// writable, since Landlock binds the file API to them as it binds every process.
+fn write_error(path: &Path, err: &io::Error) -> RemoteError {
+    let mut error = io_error(path, err);
+    if error.kind == ErrorKind::PermissionDenied {
+        error.message.push_str(&format!(
+            " (writable paths: {})",
+            crate::jail::WRITABLE_PATHS.join(", ")
+        ));
+    }
+    error
+}
+
 fn refuse(path: &Path, kind: ErrorKind, why: &str) -> RemoteError {
     RemoteError::new(kind, format!("{}: {why}", path.display()))
 }
@@ -133,7 +146,7 @@ pub(crate) fn open_write(
             .recursive(true)
             .mode(0o755)
             .create(parent)
-            .map_err(|e| io_error(parent, &e))?;
+            .map_err(|e| write_error(parent, &e))?;
     }
     let file = OpenOptions::new()
         .write(true)
@@ -141,20 +154,20 @@ pub(crate) fn open_write(
         .append(append)
         .mode(mode.unwrap_or(0o644) & 0o7777)
         .open(&path)
-        .map_err(|e| io_error(&path, &e))?;
+        .map_err(|e| write_error(&path, &e))?;
     check_regular(&path, &file)?;
     if !append {
-        file.set_len(0).map_err(|e| io_error(&path, &e))?;
+        file.set_len(0).map_err(|e| write_error(&path, &e))?;
     }
     if let Some(mode) = mode {
         file.set_permissions(fs::Permissions::from_mode(mode & 0o7777))
-            .map_err(|e| io_error(&path, &e))?;
+            .map_err(|e| write_error(&path, &e))?;
     }
     Ok((file, path))
 }
 
 pub(crate) fn write_chunk(file: &mut File, path: &Path, data: &[u8]) -> Result<(), RemoteError> {
-    file.write_all(data).map_err(|e| io_error(path, &e))
+    file.write_all(data).map_err(|e| write_error(path, &e))
 }
 
 /// Metadata of `path` itself (a symlink is reported as one).
@@ -222,21 +235,21 @@ pub(crate) fn mkdir(path: &str, mode: Option<u32>) -> Result<(), RemoteError> {
         .recursive(true)
         .mode(mode.unwrap_or(0o755) & 0o7777)
         .create(&path)
-        .map_err(|e| io_error(&path, &e))
+        .map_err(|e| write_error(&path, &e))
 }
 
 pub(crate) fn rename(from: &str, to: &str) -> Result<(), RemoteError> {
     let from = resolve(from)?;
     let to = resolve(to)?;
-    fs::symlink_metadata(&from).map_err(|e| io_error(&from, &e))?;
+    fs::symlink_metadata(&from).map_err(|e| write_error(&from, &e))?;
     if let Some(parent) = to.parent() {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o755)
             .create(parent)
-            .map_err(|e| io_error(parent, &e))?;
+            .map_err(|e| write_error(parent, &e))?;
     }
-    fs::rename(&from, &to).map_err(|e| io_error(&from, &e))
+    fs::rename(&from, &to).map_err(|e| write_error(&from, &e))
 }
 
 pub(crate) fn chmod(path: &str, mode: u32) -> Result<(), RemoteError> {
@@ -248,8 +261,8 @@ pub(crate) fn chmod(path: &str, mode: u32) -> Result<(), RemoteError> {
             &format!("mode {mode:o} has bits beyond 7777"),
         ));
     }
-    let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
-    let fs = rustix::fs::fstatfs(&file).map_err(|e| io_error(&path, &e.into()))?;
+    let file = File::open(&path).map_err(|e| write_error(&path, &e))?;
+    let fs = rustix::fs::fstatfs(&file).map_err(|e| write_error(&path, &e.into()))?;
     #[expect(
         clippy::useless_conversion,
         reason = "f_type's width differs between architectures"
@@ -263,12 +276,12 @@ pub(crate) fn chmod(path: &str, mode: u32) -> Result<(), RemoteError> {
         ));
     }
     file.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(|e| io_error(&path, &e))
+        .map_err(|e| write_error(&path, &e))
 }
 
 pub(crate) fn remove(path: &str, recursive: bool) -> Result<(), RemoteError> {
     let path = resolve(path)?;
-    let target = removal_target(&path).map_err(|e| io_error(&path, &e))?;
+    let target = removal_target(&path).map_err(|e| write_error(&path, &e))?;
     if target == Path::new("/") {
         return Err(refuse(
             &path,
@@ -276,7 +289,7 @@ pub(crate) fn remove(path: &str, recursive: bool) -> Result<(), RemoteError> {
             "refusing to remove the root directory",
         ));
     }
-    let meta = fs::symlink_metadata(&path).map_err(|e| io_error(&path, &e))?;
+    let meta = fs::symlink_metadata(&path).map_err(|e| write_error(&path, &e))?;
     let result = if meta.is_dir() {
         if recursive {
             fs::remove_dir_all(&path)
@@ -286,7 +299,7 @@ pub(crate) fn remove(path: &str, recursive: bool) -> Result<(), RemoteError> {
     } else {
         fs::remove_file(&path)
     };
-    result.map_err(|e| io_error(&path, &e))
+    result.map_err(|e| write_error(&path, &e))
 }
 
 /// What removing `path` would remove, with `..` and symlinks in its parents resolved (the

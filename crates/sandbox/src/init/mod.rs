@@ -12,7 +12,6 @@ mod output;
 mod setup;
 mod spawn;
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 
@@ -21,17 +20,23 @@ use crate::plan::SpawnPlan;
 use crate::proto::{self, ErrorKind, PROTOCOL_VERSION, RemoteError, Response};
 use crate::sys;
 
+/// The helper writes this once the child's id maps are in place: it may build its root.
+pub(crate) const RELEASE_MAPPED: u8 = b'1';
+/// The helper writes this once the child is in its cgroups: it may seal itself and serve.
+pub(crate) const RELEASE_PLACED: u8 = b'2';
+
 /// What the forked child receives from the helper.
 #[derive(Debug)]
 pub(crate) struct Boot {
     pub(crate) plan: SpawnPlan,
-    /// Closed (or written to) by the helper once the child may proceed.
+    /// The helper writes [`RELEASE_MAPPED`] then [`RELEASE_PLACED`] on it, or closes it to
+    /// give up on the sandbox.
     pub(crate) release: OwnedFd,
     /// The init's first connection: setup reports `Ready` or its error on it, then it is
     /// served like any accepted connection.
     pub(crate) control: OwnedFd,
-    /// Where the helper sends the idmapped workspace mount, when it makes one.
-    pub(crate) workspace_channel: Option<OwnedFd>,
+    /// Descriptors the helper opens for the init after the fork (tagged, see `helper`).
+    pub(crate) channel: OwnedFd,
 }
 
 /// Runs the init. Never returns: the init lives until the sandbox is destroyed.
@@ -40,19 +45,11 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
         plan,
         release,
         control,
-        workspace_channel,
+        channel,
     } = boot;
     let mut release = std::fs::File::from(release);
-    let mut go = [0u8; 1];
-    if !matches!(release.read(&mut go), Ok(1)) || go[0] != b'1' {
-        // The helper gave up on this sandbox before releasing it.
-        sys::exit_immediately(1);
-    }
-    drop(release);
-    // Sent before the release, so it is waiting now if it was sent at all.
-    let workspace = workspace_channel.and_then(|channel| crate::helper::receive_fd(&channel));
     let mut control = std::os::unix::net::UnixStream::from(control);
-    match setup(&plan, workspace, seccomp) {
+    match setup(&plan, &mut release, &channel, seccomp) {
         Ok((listener, agent, notes)) => {
             let ready = Response::Ready {
                 version: PROTOCOL_VERSION,
@@ -61,6 +58,7 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
             if proto::write_frame_blocking(&mut control, &ready).is_err() {
                 sys::exit_immediately(1);
             }
+            drop((release, channel));
             agent::serve(listener, control, agent)
         }
         Err(err) => {
@@ -74,37 +72,55 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
     }
 }
 
+/// Waits for the helper's next release byte; exits quietly if it gave up.
+fn wait_for(release: &mut std::fs::File, expected: u8) {
+    let mut byte = [0u8; 1];
+    if !matches!(release.read(&mut byte), Ok(1)) || byte[0] != expected {
+        sys::exit_immediately(1);
+    }
+}
+
 fn setup(
     plan: &SpawnPlan,
-    workspace: Option<OwnedFd>,
+    release: &mut std::fs::File,
+    channel: &OwnedFd,
     seccomp: &seccompiler::BpfProgram,
 ) -> Result<(std::os::unix::net::UnixListener, agent::Agent, Vec<String>), SetupError> {
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
-    let oom_events = plan
-        .oom_events
-        .as_deref()
-        .map(setup::open_keep)
-        .transpose()?;
-    setup::become_root(plan)?;
-    if !plan.cgroup_procs.is_empty() {
-        sys::unshare_cgroup_namespace().stage(|| "unshare the cgroup namespace".into())?;
+    wait_for(release, RELEASE_MAPPED);
+    let mut workspace = None;
+    while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
+        if tag == crate::helper::FD_WORKSPACE {
+            workspace = Some(fd);
+        }
     }
+    setup::become_root(plan)?;
     let listener = setup::assemble_root(plan, workspace)?;
     setup::configure_identity(plan)?;
-    let confinement = confine::Confinement::prepare(plan)?;
+    // Meanwhile the helper has been building the cgroups; they must hold the init before
+    // it serves anything.
+    wait_for(release, RELEASE_PLACED);
+    let mut oom_events = None;
+    while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
+        if tag == crate::helper::FD_OOM_EVENTS {
+            oom_events = Some(fd);
+        }
+    }
+    if plan.cgroup.is_some() {
+        sys::unshare_cgroup_namespace().stage(|| "unshare the cgroup namespace".into())?;
+    }
+    setup::make_undumpable()?;
+    let landlock = confine::seal_init(plan, seccomp)?;
     let mut notes = Vec::new();
-    if !confinement.landlock_enforced() {
+    if !landlock {
         notes.push(
             "landlock is not available on this kernel; writes are confined by permissions only"
                 .to_owned(),
         );
     }
-    setup::seal_init()?;
-    confine::Confinement::seal_init(seccomp)?;
-    let env: BTreeMap<String, String> = plan.env.clone();
     Ok((
         listener,
-        agent::Agent::new(confinement, env, oom_events),
+        agent::Agent::new(plan.env.clone(), oom_events),
         notes,
     ))
 }

@@ -10,7 +10,7 @@ use std::os::unix::fs::{DirBuilderExt, symlink};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{CWD, Mode, OFlags};
+use rustix::fs::{CWD, Mode};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
 use crate::image::{DEV_SYMLINKS, DEVICES};
@@ -337,15 +337,9 @@ fn option_path(path: &Path) -> Result<&str, SetupError> {
         })
 }
 
-/// Opens a file by path for the init to keep (the OOM counter), before the pivot hides it.
-pub(crate) fn open_keep(path: &Path) -> Result<OwnedFd, SetupError> {
-    rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .stage(|| format!("open {}", path.display()))
-}
-
 /// Marks the init non-dumpable so that its `/proc/1/*` files (memory, descriptors) are
 /// closed to the processes it starts.
-pub(crate) fn seal_init() -> Result<(), SetupError> {
+pub(crate) fn make_undumpable() -> Result<(), SetupError> {
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
         .stage(|| "prctl(PR_SET_DUMPABLE)".into())
 }

@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::rc::Rc;
 
@@ -17,7 +18,6 @@ use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 
-use crate::init::confine::Confinement;
 use crate::sys;
 
 /// How a process ended.
@@ -172,11 +172,11 @@ pub(crate) struct Launch<'a> {
     pub(crate) tty: bool,
 }
 
-/// Starts a confined process in a new session. Returns its pid (which is also its process
-/// group) and a receiver for its exit.
+/// Starts a process in its own process group (a terminal's in its own session). It inherits
+/// the init's confinement. Returns its pid (which is also its process group) and a receiver
+/// for its exit.
 pub(crate) fn launch(
     children: &Children,
-    confinement: &Confinement,
     launch: Launch<'_>,
 ) -> Result<(i32, oneshot::Receiver<Exit>), LaunchError> {
     let Some(program) = launch.argv.first() else {
@@ -214,7 +214,12 @@ pub(crate) fn launch(
         .stdin(Stdio::from(launch.stdin))
         .stdout(Stdio::from(launch.stdout))
         .stderr(Stdio::from(launch.stderr));
-    sys::before_exec(&mut command, confinement.child_hook(launch.tty));
+    if launch.tty {
+        sys::before_exec(&mut command, crate::init::confine::terminal_hook());
+    } else {
+        // Without a hook, std starts the process with posix_spawn (no copy of the init).
+        command.process_group(0);
+    }
     match command.spawn() {
         Ok(child) => {
             let pid = i32::try_from(child.id())

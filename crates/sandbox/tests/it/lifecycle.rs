@@ -111,7 +111,7 @@ async fn a_dead_init_is_reported_as_gone() {
 #[tokio::test]
 async fn two_hundred_cycles_leave_nothing_behind() {
     let ctx = Ctx::new();
-    let helper = ctx.backend.helper_pid().unwrap();
+    let helper = ctx.backend.helper_pid().await.unwrap();
     // One warm-up cycle: the runtime and the helper open their long-lived descriptors.
     let id = ctx.sandbox().await;
     ctx.backend.destroy(&id).await.unwrap();
