@@ -88,14 +88,22 @@ fn helper_main() -> ! {
         };
         let HelperRequest::Spawn(plan) = request;
         let sent = match spawn_sandbox(*plan, &seccomp) {
-            Ok(spawned) => send(
-                &socket,
-                &HelperResponse::Spawned {
-                    pid: spawned.pid,
-                    notes: spawned.notes,
-                },
-                &[spawned.pidfd.as_fd(), spawned.control.as_fd()],
-            ),
+            Ok(spawned) => {
+                let sent = send(
+                    &socket,
+                    &HelperResponse::Spawned {
+                        pid: spawned.pid,
+                        notes: spawned.notes,
+                    },
+                    &[spawned.pidfd.as_fd(), spawned.control.as_fd()],
+                );
+                // The last release comes after the answer: the init then runs the rest of
+                // its setup, and would otherwise delay the answer by taking this CPU.
+                if sent.is_ok() {
+                    let _ = rustix::io::write(&spawned.release, &[init::RELEASE_PLACED]);
+                }
+                sent
+            }
             Err(message) => send(&socket, &HelperResponse::Failed { message }, &[]),
         };
         if sent.is_err() {
@@ -123,6 +131,8 @@ fn warm_up_spawning() {
 
 struct Forked {
     pid: i32,
+    /// Where [`init::RELEASE_PLACED`] is written once the host has its answer.
+    release: OwnedFd,
     pidfd: OwnedFd,
     control: OwnedFd,
     notes: Vec<String>,
@@ -218,10 +228,10 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
         }
         return Err(message);
     }
-    rustix::io::write(&release_w, &[init::RELEASE_PLACED]).map_err(os("release the init"))?;
     Ok(Forked {
         pid,
         pidfd,
+        release: release_w,
         control: control_host,
         notes,
     })

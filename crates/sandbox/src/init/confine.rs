@@ -36,11 +36,10 @@ const WRITABLE_DEVICES: [&str; 5] = [
 /// sandbox's processes can. Because everything is inherited, children need no per-process
 /// setup between fork and exec, so they can be started with `posix_spawn`.
 ///
+/// This applies everything but the seccomp filter, which comes last (after the init has
+/// entered its cgroup namespace, which the filter forbids); see [`install_seccomp`].
 /// Returns whether Landlock is enforced on this kernel.
-pub(crate) fn seal_init(
-    plan: &SpawnPlan,
-    seccomp: &seccompiler::BpfProgram,
-) -> Result<bool, SetupError> {
+pub(crate) fn restrict(plan: &SpawnPlan) -> Result<bool, SetupError> {
     let limit = |value| Rlimit {
         current: Some(value),
         maximum: Some(value),
@@ -79,11 +78,14 @@ pub(crate) fn seal_init(
         cap += 1;
     }
     rustix::thread::set_no_new_privs(true).stage(|| "prctl(PR_SET_NO_NEW_PRIVS)".into())?;
-    let landlock = restrict_writes(plan)?;
-    seccompiler::apply_filter(seccomp)
+    restrict_writes(plan)
+}
+
+/// Installs the seccomp filter on the init; every process it starts inherits it.
+pub(crate) fn install_seccomp(program: &seccompiler::BpfProgram) -> Result<(), SetupError> {
+    seccompiler::apply_filter(program)
         .map_err(io::Error::other)
-        .stage(|| "install the seccomp filter".into())?;
-    Ok(landlock)
+        .stage(|| "install the seccomp filter".into())
 }
 
 /// Restricts writes to the plan's writable paths (and a few devices). Runs after the pivot,

@@ -97,6 +97,8 @@ fn setup(
     setup::become_root(plan)?;
     let listener = setup::assemble_root(plan, workspace)?;
     setup::configure_identity(plan)?;
+    setup::make_undumpable()?;
+    let landlock = confine::restrict(plan)?;
     // Meanwhile the helper has been building the cgroups; they must hold the init before
     // it serves anything.
     wait_for(release, RELEASE_PLACED);
@@ -109,8 +111,7 @@ fn setup(
     if plan.cgroup.is_some() {
         sys::unshare_cgroup_namespace().stage(|| "unshare the cgroup namespace".into())?;
     }
-    setup::make_undumpable()?;
-    let landlock = confine::seal_init(plan, seccomp)?;
+    confine::install_seccomp(seccomp)?;
     let mut notes = Vec::new();
     if !landlock {
         notes.push(
