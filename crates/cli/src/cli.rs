@@ -106,6 +106,10 @@ pub(crate) struct BenchSandboxArgs {
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Instead, time the steps of a cold start one by one: create, first exec, second exec,
+    /// destroy.
+    #[arg(long)]
+    pub(crate) breakdown: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
 }

@@ -241,6 +241,15 @@ impl CgroupRoot {
         for hierarchy in &layout.hierarchies {
             let base = hierarchy.own_dir.join(name);
             let result = fs::create_dir_all(&base)
+                .and_then(|()| {
+                    // An existing directory (made by root earlier) is no use if this user
+                    // cannot create cgroups in it: cgroups are not delegated to it.
+                    rustix::fs::access(
+                        &base,
+                        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+                    )
+                    .map_err(io::Error::from)
+                })
                 .map_err(|source| CgroupError::Create {
                     path: base.clone(),
                     source,

@@ -76,7 +76,7 @@ pub(crate) fn prepare_dev(dir: &Path) -> Option<PathBuf> {
         for (name, major, minor) in DEVICES {
             rustix::fs::mknodat(
                 rustix::fs::CWD,
-                &staging.join(name),
+                staging.join(name),
                 rustix::fs::FileType::CharacterDevice,
                 rustix::fs::Mode::from_raw_mode(0o666),
                 rustix::fs::makedev(major, minor),

@@ -539,7 +539,7 @@ impl JailBackend {
         tracing::debug!(
             sandbox = %id,
             fork_us = forked.as_micros(),
-            setup_us = (started.elapsed() - forked).as_micros(),
+            setup_us = started.elapsed().saturating_sub(forked).as_micros(),
             "sandbox init ready"
         );
         match ready {
@@ -823,35 +823,34 @@ fn kill_cgroup_members(cgroup: &SandboxCgroup) {
     }
 }
 
-/// Removes a directory tree, making read-only directories (overlay's work dir) writable
-/// first if that is what stood in the way.
+/// Removes a directory tree. Overlayfs leaves directories of mode 000 in its work layer,
+/// which only root can enter as they are; without root they are opened up on the way down.
 fn remove_tree(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(first) => {
-            for entry in walk_dirs(dir) {
-                let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o700));
-            }
+            open_up(dir);
             std::fs::remove_dir_all(dir).map_err(|_| first)
         }
     }
 }
 
-fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![dir.to_owned()];
-    let mut index = 0;
-    while index < out.len() {
-        if let Ok(entries) = std::fs::read_dir(&out[index]) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    out.push(entry.path());
-                }
-            }
+/// Makes every directory below `dir` readable and writable by its owner, parents first so
+/// that their children can be listed.
+fn open_up(dir: &Path) {
+    let mut pending = vec![dir.to_owned()];
+    while let Some(next) = pending.pop() {
+        let _ = std::fs::set_permissions(&next, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&next) {
+            pending.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
         }
-        index += 1;
     }
-    out
 }
 
 fn now_ms() -> u64 {

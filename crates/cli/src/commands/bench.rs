@@ -87,7 +87,7 @@ fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Memory in use system-wide (MemTotal - MemAvailable), in bytes.
+/// Memory in use system-wide (`MemTotal` - `MemAvailable`), in bytes.
 fn memory_in_use() -> u64 {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let field = |name: &str| {
@@ -156,7 +156,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         "/workspace",
         "/bin/true",
     ];
-    if std::env::var_os("FORGE_BENCH_PROBE").is_some() {
+    if args.breakdown {
         let mut firsts = Vec::new();
         let mut seconds = Vec::new();
         let mut creates = Vec::new();
@@ -181,7 +181,10 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         }
         let s = |v: Vec<Duration>| summarise(v).p50;
         output::line(&format!(
-            "create {:.2} first {:.2} second {:.2} destroy {:.2}",
+            "cold start, step by step (p50 of {iterations} runs):"
+        ));
+        output::line(&format!(
+            "create {:.2} ms, first exec {:.2} ms, second exec {:.2} ms, destroy {:.2} ms",
             s(creates),
             s(firsts),
             s(seconds),
@@ -229,6 +232,9 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
                         .await?;
                     backend.destroy(&info.id).await?;
                     let elapsed = started.elapsed();
+                    let cleaning = Instant::now();
+                    backend.settle().await?;
+                    cleanup.push(cleaning.elapsed());
                     anyhow::ensure!(
                         result.success(),
                         "/bin/true failed in a sandbox: {result:?}"

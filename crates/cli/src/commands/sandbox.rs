@@ -117,7 +117,7 @@ pub(crate) async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
     }
     let mut request = ExecRequest::argv(args.command.clone());
     request.stdin = stdin;
-    request.cwd = args.workdir.clone();
+    request.cwd.clone_from(&args.workdir);
     request.timeout_ms = timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
     let outcome = tokio::select! {
         outcome = stream_command(&backend, &info.id, request) => outcome,

@@ -76,10 +76,11 @@ pub(crate) fn io_error(path: &Path, err: &io::Error) -> RemoteError {
 fn write_error(path: &Path, err: &io::Error) -> RemoteError {
     let mut error = io_error(path, err);
     if error.kind == ErrorKind::PermissionDenied {
-        error.message.push_str(&format!(
-            " (writable paths: {})",
+        error.message = format!(
+            "{} (writable paths: {})",
+            error.message,
             crate::jail::WRITABLE_PATHS.join(", ")
-        ));
+        );
     }
     error
 }

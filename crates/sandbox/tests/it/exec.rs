@@ -122,7 +122,7 @@ async fn output_streams_as_it_is_produced() {
     while let Some(event) = events.next().await {
         match event.unwrap() {
             ExecEvent::Output { stream, data } => {
-                seen.push(format!("{}:{}", stream.as_str(), text(&data).trim_end()))
+                seen.push(format!("{}:{}", stream.as_str(), text(&data).trim_end()));
             }
             ExecEvent::Exit(result) => seen.push(format!("exit:{}", result.exit_code)),
         }

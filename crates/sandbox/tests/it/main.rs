@@ -3,7 +3,9 @@
 //! as an ordinary user to check the user-namespace-only mode.
 #![expect(
     clippy::tests_outside_test_module,
-    reason = "an integration test crate is all tests"
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test crate is all tests, and a test fails by panicking"
 )]
 
 mod confinement;
@@ -11,6 +13,7 @@ mod exec;
 mod files;
 mod lifecycle;
 mod processes;
+mod unprivileged;
 
 use forge_sandbox::{Backend, JailBackend, JailConfig};
 use forge_types::{ExecRequest, ExecResult, SandboxId, SandboxSpec};

@@ -1,0 +1,108 @@
+//! The jail without root: user namespaces alone, with what cannot be enforced reported.
+//!
+//! The outer test re-runs this test binary as `nobody` (through `setpriv`) on the inner
+//! test, which is ignored in normal runs.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use forge_sandbox::{Backend, JailBackend, JailConfig};
+use forge_types::{ExecRequest, SandboxSpec};
+use pretty_assertions::assert_eq;
+
+use crate::text;
+
+const NOBODY: u32 = 65_534;
+
+#[tokio::test]
+async fn without_root_sandboxes_run_on_user_namespaces_alone() {
+    let dir = forge_test_support::data_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let data = dir.path().join("nobody");
+    std::fs::create_dir(&data).unwrap();
+    rustix::fs::chown(
+        &data,
+        Some(rustix::process::Uid::from_raw(NOBODY)),
+        Some(rustix::process::Gid::from_raw(NOBODY)),
+    )
+    .unwrap();
+    let binary = std::env::current_exe().unwrap();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "re-runs this test binary as an ordinary user"
+    )]
+    let output = Command::new("setpriv")
+        .args([
+            "--reuid",
+            &NOBODY.to_string(),
+            "--regid",
+            &NOBODY.to_string(),
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&binary)
+        .args([
+            "--exact",
+            "unprivileged::inner",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FORGE_UNPRIVILEGED_DATA", &data)
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "inner test failed:\n{stdout}\n{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+#[tokio::test]
+#[ignore = "run by without_root_sandboxes_run_on_user_namespaces_alone as an ordinary user"]
+async fn inner() {
+    let Some(data) = std::env::var_os("FORGE_UNPRIVILEGED_DATA") else {
+        return;
+    };
+    assert!(!rustix::process::geteuid().is_root());
+    let backend = JailBackend::new(JailConfig::new(data)).unwrap();
+    let info = backend.create(SandboxSpec::default()).await.unwrap();
+    let missing: Vec<&String> = info
+        .degraded
+        .iter()
+        .filter(|n| n.contains("cgroup"))
+        .collect();
+    assert!(
+        !missing.is_empty(),
+        "unenforced cgroup limits must be reported: {:?}",
+        info.degraded
+    );
+    assert!(
+        info.degraded.iter().any(|n| n.contains("without root")),
+        "{:?}",
+        info.degraded
+    );
+    let result = backend
+        .exec(&info.id, ExecRequest::shell("id -u; cat /proc/self/uid_map | tr -s ' '; echo hi > /workspace/f; cat /workspace/f; touch /usr/x 2>&1 | head -1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&result.stdout),
+        format!("0\n 0 {NOBODY} 1\nhi\ntouch: cannot touch '/usr/x': Read-only file system\n")
+    );
+    backend
+        .write_file(&info.id, "data.bin", vec![1, 2, 3], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        backend
+            .read_file(&info.id, "/workspace/data.bin")
+            .await
+            .unwrap(),
+        vec![1, 2, 3]
+    );
+    backend.destroy(&info.id).await.unwrap();
+    backend.settle().await.unwrap();
+}
