@@ -349,6 +349,11 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         vs_bwrap(cold, 0.8),
     );
     row(
+        "  then cleanup, off the caller's path",
+        cleanup,
+        "directory and cgroups removed by the janitor".into(),
+    );
+    row(
         "jail pooled: acquire + exec + release",
         pooled,
         vs_bwrap(pooled, 0.25),
