@@ -18,6 +18,21 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Serve the sandbox API (ForgeVM-compatible) over HTTP.
+    Serve(Box<ServeArgs>),
+    /// Create a sandbox on a server.
+    Spawn(SpawnArgs),
+    /// List a server's sandboxes.
+    List(ClientArgs),
+    /// Run a command in a sandbox on a server, stream its output, exit with its code.
+    Exec(ExecArgs),
+    /// Move files in and out of a sandbox on a server.
+    #[command(subcommand)]
+    Files(FilesCommand),
+    /// Destroy sandboxes on a server.
+    Kill(KillArgs),
+    /// Destroy a server's expired sandboxes.
+    Prune(ClientArgs),
     /// Run commands in sandboxes.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -112,4 +127,121 @@ pub(crate) struct BenchSandboxArgs {
     pub(crate) breakdown: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Config file (TOML); default: FORGE_CONFIG, then /etc/forge/config.toml (root) or
+    /// ~/.config/forge/config.toml, when present.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Address to listen on (FORGE_LISTEN; default 127.0.0.1:7423). Anything beyond loopback
+    /// needs an API key.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
+    /// API key clients must send in X-API-Key (FORGE_API_KEY).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) api_key: Option<String>,
+    /// Most sandboxes alive at once, 0 for no cap (FORGE_MAX_SANDBOXES; default 100).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_sandboxes: Option<usize>,
+    /// Data directory (FORGE_DATA_DIR).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+/// How to reach a server.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ClientArgs {
+    /// Server URL.
+    #[arg(
+        long,
+        env = "FORGE_URL",
+        default_value = "http://127.0.0.1:7423",
+        global = true
+    )]
+    pub(crate) url: String,
+    /// API key (sent as X-API-Key).
+    #[arg(long, env = "FORGE_API_KEY", hide_env_values = true, global = true)]
+    pub(crate) api_key: Option<String>,
+    /// Print JSON instead of text for people.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SpawnArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// Image to start from.
+    #[arg(long)]
+    pub(crate) image: Option<String>,
+    /// Time to live, such as 30m or 2h.
+    #[arg(long)]
+    pub(crate) ttl: Option<String>,
+    /// Spawn from a template.
+    #[arg(long)]
+    pub(crate) template: Option<String>,
+    /// Memory limit in MiB.
+    #[arg(long, value_name = "MIB")]
+    pub(crate) memory_mb: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// The sandbox.
+    pub(crate) id: String,
+    /// Kill the command after this long, such as 10s.
+    #[arg(long)]
+    pub(crate) timeout: Option<String>,
+    /// Working directory inside the sandbox.
+    #[arg(short = 'w', long)]
+    pub(crate) workdir: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FilesCommand {
+    /// Copy a file out of a sandbox (to stdout when no destination is given).
+    Get {
+        #[command(flatten)]
+        client: ClientArgs,
+        id: String,
+        /// Path inside the sandbox.
+        path: String,
+        /// Local file to write.
+        dest: Option<PathBuf>,
+    },
+    /// Copy a local file into a sandbox.
+    Put {
+        #[command(flatten)]
+        client: ClientArgs,
+        id: String,
+        /// Local file.
+        source: PathBuf,
+        /// Path inside the sandbox.
+        path: String,
+    },
+    /// List a directory in a sandbox.
+    Ls {
+        #[command(flatten)]
+        client: ClientArgs,
+        id: String,
+        /// Directory inside the sandbox.
+        #[arg(default_value = "/workspace")]
+        path: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct KillArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// Sandboxes to destroy.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
 }

@@ -43,6 +43,12 @@ pub enum SandboxError {
     },
     #[error("the sandbox host cannot run sandboxes: {reason}")]
     Host { reason: String },
+    /// A command that prepares a sandbox (a template's setup) failed.
+    #[error("setup command {command:?} failed: {reason}")]
+    SetupCommand { command: String, reason: String },
+    /// The host has no room for another sandbox right now.
+    #[error("no capacity for another sandbox: {reason}")]
+    Capacity { reason: String },
     #[error("sandbox {id}: protocol error")]
     Protocol {
         id: SandboxId,

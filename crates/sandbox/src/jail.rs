@@ -428,7 +428,7 @@ impl JailBackend {
         let slot = (0..MAX_SLOTS)
             .map(|offset| (start + offset) % MAX_SLOTS)
             .find(|s| !slots.contains(s))
-            .ok_or_else(|| SandboxError::Host {
+            .ok_or_else(|| SandboxError::Capacity {
                 reason: format!("all {MAX_SLOTS} uid ranges are in use"),
             })?;
         slots.insert(slot);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use forge_types::{SandboxId, SandboxInfo, SandboxSpec};
+use forge_types::{ExecRequest, SandboxId, SandboxInfo, SandboxSpec};
 use tokio::sync::Notify;
 
 use crate::backend::{Backend, SandboxError};
@@ -29,7 +29,10 @@ pub struct PoolStatus {
 struct Inner {
     backend: Arc<dyn Backend>,
     spec: SandboxSpec,
+    /// Commands run in each new sandbox before it is ready (a template's setup).
+    setup: Vec<ExecRequest>,
     size: usize,
+    last_error: Mutex<Option<String>>,
     ready: Mutex<VecDeque<SandboxInfo>>,
     wake: Notify,
     closed: AtomicBool,
@@ -48,10 +51,23 @@ impl Pool {
     /// Starts a pool that keeps `size` sandboxes of `spec` ready. Must be called within a
     /// tokio runtime.
     pub fn new(backend: Arc<dyn Backend>, spec: SandboxSpec, size: usize) -> Self {
+        Self::with_setup(backend, spec, Vec::new(), size)
+    }
+
+    /// Like [`Pool::new`], running `setup` in each sandbox (in order, each to success)
+    /// before it is ready, so that acquiring one hands out a prepared sandbox.
+    pub fn with_setup(
+        backend: Arc<dyn Backend>,
+        spec: SandboxSpec,
+        setup: Vec<ExecRequest>,
+        size: usize,
+    ) -> Self {
         let inner = Arc::new(Inner {
             backend,
             spec,
+            setup,
             size,
+            last_error: Mutex::new(None),
             ready: Mutex::new(VecDeque::new()),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
@@ -66,7 +82,7 @@ impl Pool {
         &self.inner.spec
     }
 
-    /// A ready sandbox, or a new one when the pool is empty.
+    /// A ready sandbox, or a new one (set up) when the pool is empty.
     pub async fn acquire(&self) -> Result<SandboxInfo, SandboxError> {
         let ready = self.inner.ready.lock().ok().and_then(|mut r| r.pop_front());
         self.inner.wake.notify_one();
@@ -75,7 +91,12 @@ impl Pool {
             return Ok(info);
         }
         self.inner.misses.fetch_add(1, Ordering::Relaxed);
-        self.inner.backend.create(self.inner.spec.clone()).await
+        self.inner.make().await.map_err(|(err, _)| err)
+    }
+
+    /// Why the last attempt to make a sandbox failed, if it did.
+    pub fn last_error(&self) -> Option<String> {
+        self.inner.last_error.lock().ok().and_then(|e| e.clone())
     }
 
     /// Hands a sandbox back: it is destroyed in the background.
@@ -132,6 +153,36 @@ impl Drop for Pool {
     }
 }
 
+impl Inner {
+    /// Creates a sandbox and runs the setup in it; on failure nothing is left behind and the
+    /// error comes with a message for the pool's status.
+    async fn make(&self) -> Result<SandboxInfo, (SandboxError, String)> {
+        let info = self.backend.create(self.spec.clone()).await.map_err(|e| {
+            let message = e.to_string();
+            (e, message)
+        })?;
+        for command in &self.setup {
+            let reason = match self.backend.exec(&info.id, command.clone()).await {
+                Ok(result) if result.success() => continue,
+                Ok(result) => format!(
+                    "exit code {}: {}",
+                    result.exit_code,
+                    String::from_utf8_lossy(&result.stderr).trim()
+                ),
+                Err(err) => err.to_string(),
+            };
+            let _ = self.backend.destroy(&info.id).await;
+            let err = SandboxError::SetupCommand {
+                command: command.command.display(),
+                reason,
+            };
+            let message = err.to_string();
+            return Err((err, message));
+        }
+        Ok(info)
+    }
+}
+
 async fn refill(inner: Arc<Inner>) {
     let mut backoff = Duration::from_millis(100);
     loop {
@@ -145,9 +196,12 @@ async fn refill(inner: Arc<Inner>) {
             inner.wake.notified().await;
             continue;
         }
-        match inner.backend.create(inner.spec.clone()).await {
+        match inner.make().await {
             Ok(info) => {
                 backoff = Duration::from_millis(100);
+                if let Ok(mut last) = inner.last_error.lock() {
+                    *last = None;
+                }
                 if inner.closed.load(Ordering::SeqCst) {
                     let _ = inner.backend.destroy(&info.id).await;
                     return;
@@ -156,8 +210,11 @@ async fn refill(inner: Arc<Inner>) {
                     ready.push_back(info);
                 }
             }
-            Err(err) => {
-                tracing::warn!(error = %err, "warm pool could not create a sandbox; retrying");
+            Err((err, message)) => {
+                tracing::warn!(error = %err, "warm pool could not make a sandbox; retrying");
+                if let Ok(mut last) = inner.last_error.lock() {
+                    *last = Some(message);
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }

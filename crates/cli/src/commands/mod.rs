@@ -1,15 +1,38 @@
 //! One module per command; each turns parsed arguments into calls on the libraries.
 
 mod bench;
+mod client;
 mod doctor;
 mod sandbox;
+mod serve;
 
 use std::process::ExitCode;
 
-use crate::cli::{BenchCommand, Cli, Command, SandboxCommand};
+use crate::cli::{BenchCommand, Cli, Command, FilesCommand, SandboxCommand};
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Serve(args) => serve::run(*args).await,
+        Command::Spawn(args) => client::spawn(args).await,
+        Command::List(args) => client::list(args).await,
+        Command::Exec(args) => client::exec(args).await,
+        Command::Files(FilesCommand::Get {
+            client,
+            id,
+            path,
+            dest,
+        }) => client::get(client, &id, &path, dest).await,
+        Command::Files(FilesCommand::Put {
+            client,
+            id,
+            source,
+            path,
+        }) => client::put(client, &id, &source, &path).await,
+        Command::Files(FilesCommand::Ls { client, id, path }) => {
+            client::ls(client, &id, &path).await
+        }
+        Command::Kill(args) => client::kill(args).await,
+        Command::Prune(args) => client::prune(args).await,
         Command::Sandbox(SandboxCommand::Run(args)) => sandbox::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,

@@ -1,0 +1,109 @@
+//! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use forge_sandbox::{JailBackend, JailConfig};
+use forge_server::config::{self, Overrides};
+use forge_server::{AppState, ServerConfig};
+
+use crate::cli::ServeArgs;
+use crate::output;
+
+/// The config file: the flag, `FORGE_CONFIG`, or the first of the default places that
+/// exists.
+fn config_file(args: &ServeArgs) -> Option<PathBuf> {
+    if let Some(file) = &args.config {
+        return Some(file.clone());
+    }
+    if let Some(file) = std::env::var_os(config::ENV_CONFIG) {
+        return Some(PathBuf::from(file));
+    }
+    let default = if rustix::process::geteuid().is_root() {
+        PathBuf::from("/etc/forge/config.toml")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?).join(".config/forge/config.toml")
+    };
+    default.is_file().then_some(default)
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let file = config_file(&args);
+    let overrides = Overrides {
+        listen: args.listen.clone(),
+        api_key: args.api_key.clone(),
+        data_dir: args.data_dir.clone(),
+        max_sandboxes: args.max_sandboxes,
+    };
+    let default_data = crate::settings::data_dir(&crate::cli::DataDirArg { data_dir: None })?;
+    let env = |name: &str| std::env::var(name).ok();
+    let config: ServerConfig = config::load(file.as_deref(), &env, &overrides, default_data)?;
+    let backend = JailBackend::new(JailConfig::new(&config.data_dir))
+        .context("cannot set up the sandbox backend")?;
+    for note in backend.host_notes() {
+        output::warning(&note);
+    }
+    let store = forge_store::Store::open(&config.data_dir.join("forge.db"))
+        .await
+        .context("cannot open the state store")?;
+    let recovery = backend.recover().await;
+    let listen = config.listen;
+    let state = AppState::new(Arc::new(backend), store, config.clone());
+    let reconciled = state
+        .manager()
+        .reconcile(&recovery.adopted)
+        .await
+        .map_err(|err| {
+            anyhow::anyhow!("cannot reconcile sandboxes with the store: {}", err.message)
+        })?;
+    if !(reconciled.kept.is_empty()
+        && reconciled.lost.is_empty()
+        && reconciled.unrecorded.is_empty())
+    {
+        output::note(&format!(
+            "recovered after a restart: {} sandboxes still running, {} lost, {} unrecorded destroyed",
+            reconciled.kept.len(),
+            reconciled.lost.len() + recovery.removed.len(),
+            reconciled.unrecorded.len()
+        ));
+    }
+    state.start_pools().await.map_err(|err| {
+        anyhow::anyhow!("cannot start the templates' warm pools: {}", err.message)
+    })?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    output::note(&format!(
+        "forge listening on http://{}  (API docs at /api/v1/docs, data in {}{})",
+        listener.local_addr().unwrap_or(listen),
+        config.data_dir.display(),
+        if config.api_key.is_some() {
+            ", API key required"
+        } else {
+            ""
+        }
+    ));
+    forge_server::serve(state, listener, shutdown_signal())
+        .await
+        .context("the server stopped with an error")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let terminate = async {
+        if let Ok(mut signal) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            signal.recv().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}

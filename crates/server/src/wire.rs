@@ -1,0 +1,369 @@
+//! The JSON shapes of the HTTP API. The `/api/v1/sandboxes…`, `/templates…`, `/providers…`,
+//! `/snapshots`, `/pool/status`, `/health` and `/metrics` bodies follow ForgeVM's wire
+//! contract key by key (its SDKs parse them); Forge's additions (processes, terminals,
+//! richer exec results) only add keys or routes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A sandbox as ForgeVM's clients see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Sandbox {
+    /// `sb-` and eight hex digits.
+    pub id: String,
+    /// `running` or `destroyed` (destroyed sandboxes are not listed).
+    pub state: String,
+    pub provider: String,
+    pub image: String,
+    pub memory_mb: u64,
+    pub vcpus: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_id: Option<String>,
+    /// RFC 3339 time.
+    pub created_at: String,
+    pub expires_at: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub metadata: BTreeMap<String, String>,
+    /// Limits this host could not enforce for this sandbox (a Forge addition).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub degraded: Vec<String>,
+}
+
+/// `POST /sandboxes`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct SpawnRequest {
+    /// Image name; the server's default image when empty.
+    pub image: String,
+    /// Only `jail` (or empty) is accepted.
+    pub provider: String,
+    /// Memory limit in MiB; the default when 0.
+    pub memory_mb: i64,
+    /// CPU quota in CPUs; the default when 0.
+    pub vcpus: i64,
+    /// Go duration (`30m`, `1h30m`); the default TTL when empty.
+    pub ttl: String,
+    /// Spawn from this template (a Forge addition: ForgeVM ignored it).
+    pub template: String,
+    pub owner_id: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// `POST /sandboxes/{id}/exec` (also the first WebSocket message).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct ExecRequest {
+    /// Run by `/bin/sh -c`, with `args` appended shell-quoted.
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub workdir: String,
+    /// Go duration; the process group is killed when it passes.
+    pub timeout: String,
+    /// Answer with NDJSON lines `{"stream","data"}` as output arrives.
+    pub stream: bool,
+    /// With `stream`, end with one more line: `{"type":"exit","exit_code":…}` (opt-in, since
+    /// ForgeVM's SDKs would read it as output).
+    pub exit_event: bool,
+    /// Bytes written to stdin (a Forge addition).
+    pub stdin: Option<String>,
+    /// Bytes kept of each of stdout and stderr (a Forge addition).
+    pub max_output_bytes: Option<u64>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ExecResult {
+    /// The exit status; -1 when a signal ended the process (as ForgeVM reports it).
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// Go duration.
+    pub duration: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub oom_killed: bool,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+}
+
+/// One NDJSON line of a streamed exec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StreamChunk {
+    /// `stdout` or `stderr`.
+    pub stream: String,
+    pub data: String,
+}
+
+/// The opt-in last line of a streamed exec, and the last WebSocket message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ExitEvent {
+    /// `exit` on the NDJSON stream, `done` on the WebSocket.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub exit_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub oom_killed: bool,
+    pub duration: String,
+}
+
+/// A file's metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FileInfo {
+    pub path: String,
+    pub size: u64,
+    /// Octal permission bits (`644`); directories as Go prints them (`20000000755`).
+    pub mode: String,
+    pub is_dir: bool,
+    /// RFC 3339 time.
+    pub mod_time: String,
+    /// The base name (a Forge addition; ForgeVM's TypeScript SDK declares it).
+    pub name: String,
+}
+
+/// `POST /sandboxes/{id}/files`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct FileWrite {
+    pub path: String,
+    /// The file's text (ForgeVM sends plain strings, not base64).
+    pub content: String,
+    /// Octal mode, `0644` by default.
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct FileMove {
+    pub old_path: String,
+    pub new_path: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct FileChmod {
+    pub path: String,
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct ExtendRequest {
+    /// Go duration; the new expiry is now plus this.
+    pub ttl: String,
+}
+
+/// `{"status": …}` replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Status {
+    pub status: String,
+}
+
+impl Status {
+    pub fn new(status: &str) -> Self {
+        Self {
+            status: status.to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Pruned {
+    pub pruned: u64,
+}
+
+/// A sandbox template.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct Template {
+    pub name: String,
+    pub version: i64,
+    pub image: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Commands run in each new sandbox of the template before it is handed out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    pub memory_mb: i64,
+    pub cpu_cores: i64,
+    pub ttl_seconds: i64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<TemplateSecret>,
+    /// Warm sandboxes kept ready, so that spawning from the template is a hand-off.
+    pub pool_size: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct TemplateSecret {
+    pub name: String,
+    pub inject_at: String,
+}
+
+/// `POST /templates/{name}/spawn` (optional body).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct TemplateSpawn {
+    pub provider: String,
+    pub ttl: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderInfo {
+    pub name: String,
+    pub healthy: bool,
+    pub default: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderDetail {
+    pub name: String,
+    pub healthy: bool,
+    pub default: bool,
+    pub sandbox_count: u64,
+    pub config: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SnapshotSummary {
+    pub image: String,
+    pub provider: String,
+    pub created_at: String,
+}
+
+/// `GET /pool/status`. ForgeVM's keys describe shared VMs; Forge's pool is a cap on live
+/// sandboxes (`vms` = live sandboxes, `max_vms` = the cap, one user each) plus warm pools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PoolStatus {
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_vms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_users: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_users_per_vm: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued: Option<u64>,
+    /// Warm sandboxes ready per template.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub warm: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+    /// Go duration.
+    pub uptime: String,
+}
+
+/// ForgeVM's JSON metrics (`goroutines` counts Forge's live tasks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Metrics {
+    pub goroutines: u64,
+    pub memory_alloc: u64,
+    pub active_sandboxes: u64,
+    pub total_sandboxes: u64,
+}
+
+/// An event on `/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Event {
+    /// Monotonic; resume with `Last-Event-ID`.
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
+    pub timestamp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Value>,
+}
+
+/// Every error: a stable code and a message for people.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub code: String,
+    pub message: String,
+}
+
+/// `POST /sandboxes/{id}/processes`: a background process (a Forge addition).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct ProcessStart {
+    /// Run by `/bin/sh -c`.
+    pub command: String,
+    /// The argument vector; when set, `command` is ignored and no shell is involved.
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub workdir: String,
+    pub tag: String,
+    /// Run under a terminal of this size.
+    pub pty: Option<PtySize>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PtySize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// A background process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Process {
+    pub id: u32,
+    pub pid: i32,
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    pub pty: bool,
+    /// `running` or `exited`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub output_bytes: u64,
+}
+
+/// Output read from a cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProcessLogs {
+    pub chunks: Vec<StreamChunk>,
+    /// Pass back as `cursor` to read what comes next.
+    pub next_cursor: u64,
+    /// Bytes that were asked for but have left the retained window.
+    pub dropped: u64,
+    pub process: Process,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct ProcessStdin {
+    pub data: String,
+    /// Close stdin after writing (end of file).
+    pub close: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct ProcessSignal {
+    /// A signal number or name (`TERM`, `SIGKILL`, `9`); `TERM` when empty.
+    pub signal: String,
+}
