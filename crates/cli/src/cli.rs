@@ -1,6 +1,7 @@
 //! The command line, as clap structs only.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -108,6 +109,9 @@ pub(crate) enum BenchCommand {
     /// Sandbox start, pooled and warm exec latency against plain spawn and bubblewrap,
     /// and the memory of idle sandboxes.
     Sandbox(BenchSandboxArgs),
+    /// What the HTTP API adds: spawn + exec + destroy, warm exec and exec throughput over
+    /// HTTP, each against the same backend called directly.
+    Server(BenchServerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +129,27 @@ pub(crate) struct BenchSandboxArgs {
     /// destroy.
     #[arg(long)]
     pub(crate) breakdown: bool,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchServerArgs {
+    /// Iterations of spawn + exec + destroy; the warm exec runs five times as many.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) iterations: usize,
+    /// Concurrent clients in the throughput measurement, each with its own sandbox.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) clients: usize,
+    /// Wall time of each throughput round, such as 5s.
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = forge_types::units::parse_duration)]
+    pub(crate) duration: Duration,
+    /// Throughput rounds per path; rounds alternate which path goes first.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) rounds: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) data: DataDirArg,
 }

@@ -59,19 +59,34 @@ pub struct JailConfig {
     pub helper: HelperCommand,
     /// First host uid (and gid) of the ranges sandboxes' ids map to, when running as root.
     pub uid_base: u32,
-    /// Name of the cgroup directory created under Forge's own cgroup.
+    /// Name of the cgroup directory created under Forge's own cgroup. Each data directory
+    /// gets its own (`forge-` and a hash of its path), so that Forge processes with
+    /// different data directories never touch each other's sandboxes' cgroups.
     pub cgroup_name: String,
 }
 
 impl JailConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        let cgroup_name = cgroup_name_for(&data_dir);
         Self {
-            data_dir: data_dir.into(),
+            data_dir,
             helper: HelperCommand::default(),
             uid_base: 1 << 20,
-            cgroup_name: "forge".to_owned(),
+            cgroup_name,
         }
     }
+}
+
+/// `forge-` and eight hex digits of a hash of the data directory's path (FNV-1a: stable
+/// across builds, unlike std's hasher).
+fn cgroup_name_for(data_dir: &Path) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in data_dir.as_os_str().as_encoded_bytes() {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("forge-{hash:08x}")
 }
 
 /// What the sandbox needs written in its directory to be found again after a restart.

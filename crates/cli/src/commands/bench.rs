@@ -18,12 +18,12 @@ use crate::output;
 
 /// Percentiles of one measurement, in milliseconds.
 #[derive(Debug, Clone, Copy)]
-struct Summary {
-    p50: f64,
-    p99: f64,
+pub(super) struct Summary {
+    pub(super) p50: f64,
+    pub(super) p99: f64,
 }
 
-fn summarise(mut samples: Vec<Duration>) -> Summary {
+pub(super) fn summarise(mut samples: Vec<Duration>) -> Summary {
     if samples.is_empty() {
         return Summary {
             p50: f64::NAN,
@@ -47,7 +47,7 @@ fn summarise(mut samples: Vec<Duration>) -> Summary {
     }
 }
 
-fn progress(len: usize, what: &str) -> ProgressBar {
+pub(super) fn progress(len: usize, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len as u64);
     bar.set_style(
         ProgressStyle::with_template("{msg:<40} [{bar:30}] {pos}/{len} {elapsed}")

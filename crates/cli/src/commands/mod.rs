@@ -1,6 +1,7 @@
 //! One module per command; each turns parsed arguments into calls on the libraries.
 
 mod bench;
+mod bench_server;
 mod client;
 mod doctor;
 mod sandbox;
@@ -36,5 +37,6 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sandbox(SandboxCommand::Run(args)) => sandbox::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,
+        Command::Bench(BenchCommand::Server(args)) => bench_server::server(args).await,
     }
 }

@@ -42,7 +42,7 @@ use crate::middleware;
 struct ApiDoc;
 
 pub(crate) fn router(state: AppState) -> Router {
-    let (api, spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let routes = OpenApiRouter::new()
         .routes(routes!(
             sandboxes::create,
             sandboxes::list,
@@ -86,12 +86,24 @@ pub(crate) fn router(state: AppState) -> Router {
         .routes(routes!(system::pool_status))
         .routes(routes!(system::health))
         .routes(routes!(system::metrics_json))
-        .routes(routes!(events::events))
+        .routes(routes!(events::events));
+    let (api, mut spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest("/api/v1", routes)
         .split_for_parts();
+    unique_operation_ids(&mut spec);
     let spec_json = spec.to_pretty_json().unwrap_or_else(|_| "{}".to_owned());
 
-    let authenticated = Router::new()
-        .nest("/api/v1", api)
+    // ForgeVM's router answers collection routes with and without a trailing slash.
+    let trailing = Router::new()
+        .route(
+            "/sandboxes/",
+            get(sandboxes::list)
+                .post(sandboxes::create)
+                .delete(sandboxes::prune),
+        )
+        .route("/templates/", get(templates::list).post(templates::create));
+    let authenticated = api
+        .nest("/api/v1", trailing)
         .route("/metrics", get(system::prometheus))
         .layer(mw::from_fn_with_state(
             state.clone(),
@@ -131,6 +143,34 @@ pub(crate) fn router(state: AppState) -> Router {
         .layer(cors)
         .layer(mw::from_fn(middleware::request_id))
         .with_state(state)
+}
+
+/// Handlers in different modules share names (`list`, `get`); operation ids must be unique,
+/// so each is prefixed with its tag (`sandboxes_list`, `templates_list`).
+fn unique_operation_ids(spec: &mut utoipa::openapi::OpenApi) {
+    for item in spec.paths.paths.values_mut() {
+        for operation in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tag = operation
+                .tags
+                .as_ref()
+                .and_then(|t| t.first())
+                .cloned()
+                .unwrap_or_default();
+            if let Some(id) = &operation.operation_id
+                && !tag.is_empty()
+            {
+                operation.operation_id = Some(format!("{tag}_{id}"));
+            }
+        }
+    }
 }
 
 async fn not_found(method: Method, uri: Uri) -> impl IntoResponse {

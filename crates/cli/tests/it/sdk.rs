@@ -1,0 +1,81 @@
+//! ForgeVM's own Python SDK (`forgevm` 0.1.2 from the Python package registry) against a
+//! live `forge serve`: the acceptance suite in `tests/sdk/`, sync and async.
+
+use std::path::{Path, PathBuf};
+
+use crate::server::{KEY, Server};
+
+/// A virtualenv with the suite's requirements, made once per target directory (or the
+/// interpreter named by `FORGE_SDK_PYTHON`).
+fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("FORGE_SDK_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("forgevm-sdk-venv");
+    let python = venv.join("bin/python");
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/requirements.txt");
+    let stamp = venv.join("requirements.txt");
+    let current = std::fs::read(&requirements).unwrap();
+    if python.exists() && std::fs::read(&stamp).ok().as_ref() == Some(&current) {
+        return python;
+    }
+    let run = |program: &Path, args: &[&str]| {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "prepares the Python environment of the SDK suite"
+        )]
+        let status = std::process::Command::new(program)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{} {args:?} failed", program.display());
+    };
+    let _ = std::fs::remove_dir_all(&venv);
+    run(
+        Path::new("python3"),
+        &["-m", "venv", venv.to_str().unwrap()],
+    );
+    run(
+        &python,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            requirements.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(&stamp, current).unwrap();
+    python
+}
+
+#[tokio::test]
+async fn the_forgevm_python_sdk_passes_its_acceptance_suite() {
+    let python = tokio::task::spawn_blocking(python).await.unwrap();
+    let data = forge_test_support::data_dir();
+    let server = Server::start(data.path(), Some(KEY), &[]).await;
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
+    #[expect(clippy::disallowed_methods, reason = "runs the SDK suite")]
+    let output = tokio::process::Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs"])
+        .arg(&suite)
+        .current_dir(&suite)
+        .env("FORGE_URL", &server.url)
+        .env("FORGE_API_KEY", KEY)
+        .output()
+        .await
+        .unwrap();
+    let report = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    server.stop().await;
+    assert!(output.status.success(), "the SDK suite failed:\n{report}");
+    assert!(
+        report.contains("passed") && !report.contains(" failed"),
+        "{report}"
+    );
+}
