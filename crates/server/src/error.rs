@@ -107,7 +107,9 @@ impl From<SandboxError> for ApiError {
             SandboxError::UnknownImage { .. }
             | SandboxError::Unsupported { .. }
             | SandboxError::SetupCommand { .. } => Self::bad_request(err.to_string()),
-            SandboxError::NotFound { id } => Self::not_found(format!("sandbox {id:?} not found")),
+            SandboxError::NotFound { id } => {
+                Self::not_found(format!("sandbox {:?} not found", id.as_str()))
+            }
             SandboxError::Gone { .. } => Self::not_found(err.to_string()),
             SandboxError::Operation { source, .. } => {
                 let code = match source.kind {

@@ -83,7 +83,7 @@ async fn write(
                     let _ = live.send(stored);
                 }
                 Err(err) => {
-                    tracing::error!(error = %crate::error::chain(&err), kind = event.kind, "cannot record an event")
+                    tracing::error!(error = %crate::error::chain(&err), kind = event.kind, "cannot record an event");
                 }
             },
             Record::Exec(entry) => {

@@ -74,6 +74,10 @@ pub struct ExecRequest {
 }
 
 /// How a command ended.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about one run, as clients read them"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ExecResult {
     /// The exit status; -1 when a signal ended the process (as ForgeVM reports it).

@@ -210,21 +210,17 @@ pub(crate) async fn get(
         .bytes()
         .await
         .context("reading the file from the server")?;
-    match dest {
-        Some(dest) => {
-            std::fs::write(&dest, &data)
-                .with_context(|| format!("cannot write {}", dest.display()))?;
-            output::note(&format!(
-                "{} bytes written to {}",
-                data.len(),
-                dest.display()
-            ));
-        }
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&data)?;
-            out.flush()?;
-        }
+    if let Some(dest) = dest {
+        std::fs::write(&dest, &data).with_context(|| format!("cannot write {}", dest.display()))?;
+        output::note(&format!(
+            "{} bytes written to {}",
+            data.len(),
+            dest.display()
+        ));
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&data)?;
+        out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
 }

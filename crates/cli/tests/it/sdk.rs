@@ -57,7 +57,6 @@ async fn the_forgevm_python_sdk_passes_its_acceptance_suite() {
     let data = forge_test_support::data_dir();
     let server = Server::start(data.path(), Some(KEY), &[]).await;
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
-    #[expect(clippy::disallowed_methods, reason = "runs the SDK suite")]
     let output = tokio::process::Command::new(&python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs"])
         .arg(&suite)

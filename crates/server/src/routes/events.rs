@@ -62,7 +62,7 @@ pub(crate) async fn events(
     let stream = async_stream::stream! {
         loop {
             let Ok(page) = store.events_after(last, REPLAY_PAGE).await else { break };
-            let full = page.len() as i64 == REPLAY_PAGE;
+            let full = i64::try_from(page.len()).is_ok_and(|n| n == REPLAY_PAGE);
             for record in &page {
                 last = record.id;
                 yield Ok(to_sse(record));

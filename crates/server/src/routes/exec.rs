@@ -251,7 +251,7 @@ fn exit_trailers(result: &ExecResult) -> HeaderMap {
     trailers
 }
 
-/// Run a command over a WebSocket: send one ExecRequest as text, receive `{"stream","data"}`
+/// Run a command over a WebSocket: send one `ExecRequest` as text, receive `{"stream","data"}`
 /// messages, then `{"type":"done","exit_code":…}` and a normal close.
 #[utoipa::path(get, path = "/sandboxes/{id}/exec/ws", tag = "exec", params(("id" = String, Path)),
     responses((status = 101, description = "WebSocket upgrade"), (status = 404, body = wire::ErrorBody)))]
@@ -274,18 +274,18 @@ async fn run_ws(state: AppState, id: SandboxId, mut socket: WebSocket) {
     };
     let request = loop {
         match socket.recv().await {
-            Some(Ok(Message::Text(text))) => match serde_json::from_str::<wire::ExecRequest>(&text)
-            {
-                Ok(request) => break request,
-                Err(_) => {
-                    let _ = socket.send(close(1007, "invalid request")).await;
-                    return;
+            Some(Ok(Message::Text(text))) => {
+                if let Ok(request) = serde_json::from_str::<wire::ExecRequest>(&text) {
+                    break request;
                 }
-            },
+                let _ = socket.send(close(1007, "invalid request")).await;
+                return;
+            }
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
             _ => return,
         }
     };
+
     let exec = match to_request(&request, state.config().default_exec_timeout) {
         Ok(exec) => exec,
         Err(err) => {
