@@ -12,3 +12,4 @@ mod crash;
 mod load;
 mod sdk;
 mod server;
+mod websocket;
