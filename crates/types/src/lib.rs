@@ -1,4 +1,5 @@
-//! Forge's shared vocabulary: sandbox specs, exec requests and results, processes, files.
+//! Forge's shared vocabulary: sandbox specs, exec requests and results, processes, files,
+//! images.
 //!
 //! This crate is layer 0: plain data with serde, parsing and validation that needs no I/O.
 //! Every other crate speaks these types, so they stay free of tokio, sockets and the file
@@ -7,12 +8,14 @@
 
 pub mod exec;
 pub mod fs;
+pub mod image;
 pub mod process;
 pub mod sandbox;
 pub mod units;
 
 pub use exec::{Command, ExecEvent, ExecRequest, ExecResult, StreamKind};
 pub use fs::{FileInfo, FileKind};
+pub use image::{ImageInfo, ImageSource, PruneReport};
 pub use process::{
     OutputChunk, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState, PtySize,
 };
