@@ -276,12 +276,18 @@ impl Pull<'_> {
             bytes: total,
         });
 
-        let jobs = layers
+        // Owned, so that the stream's type names no borrowed iterator (the future must be
+        // `Send` for any lifetime).
+        let jobs: Vec<(usize, Descriptor, String)> = layers
             .iter()
-            .zip(&config.rootfs.diff_ids)
+            .cloned()
+            .zip(config.rootfs.diff_ids.iter().cloned())
             .enumerate()
-            .map(|(index, (desc, diff_id))| self.layer(index, desc, diff_id));
+            .map(|(index, (desc, diff_id))| (index, desc, diff_id))
+            .collect();
+        let this = &self;
         let results: Vec<Result<u64, ImageError>> = futures::stream::iter(jobs)
+            .map(|(index, desc, diff_id)| async move { this.layer(index, &desc, &diff_id).await })
             .buffered(PARALLEL_LAYERS)
             .collect()
             .await;

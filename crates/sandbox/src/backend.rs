@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use forge_types::{
-    ExecEvent, ExecRequest, ExecResult, FileInfo, ProcessId, ProcessInfo, ProcessOutput,
+    ExecEvent, ExecRequest, ExecResult, FileInfo, ImageInfo, ProcessId, ProcessInfo, ProcessOutput,
     ProcessSpec, PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
 };
 use futures::stream::BoxStream;
@@ -18,8 +18,14 @@ pub type ExecStream = BoxStream<'static, Result<ExecEvent, SandboxError>>;
 pub enum SandboxError {
     #[error(transparent)]
     InvalidSpec(#[from] SpecError),
-    #[error("unknown image {image:?}; available images: {available}")]
-    UnknownImage { image: String, available: String },
+    /// The image store refused: an unknown image, a bad name, a failed pull.
+    #[error(transparent)]
+    Image(#[from] forge_image::ImageError),
+    /// The image is not in the store and its registry cannot be reached.
+    #[error(
+        "image {image} is not in the store and cannot be pulled ({reason}); load it with `forge image import FILE`, pull it where a registry is reachable, or use the image \"host\""
+    )]
+    ImageUnavailable { image: String, reason: String },
     #[error("{feature} is not supported by this backend yet")]
     Unsupported { feature: String },
     #[error("sandbox {id} not found")]
@@ -164,4 +170,11 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     async fn remove(&self, id: &SandboxId, path: &str, recursive: bool)
     -> Result<(), SandboxError>;
     async fn glob(&self, id: &SandboxId, pattern: &str) -> Result<Vec<String>, SandboxError>;
+
+    /// Saves the sandbox's file system (its image and everything written since) as the
+    /// image `name`. The sandbox keeps running.
+    async fn snapshot(&self, id: &SandboxId, name: &str) -> Result<ImageInfo, SandboxError>;
+    /// A new sandbox with the same spec whose file system starts as a copy-on-write copy of
+    /// the sandbox's current one; later writes on either side are invisible to the other.
+    async fn fork(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError>;
 }

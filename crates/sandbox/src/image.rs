@@ -1,19 +1,25 @@
-//! Images a sandbox's root file system is built from.
+//! Turning an image into a sandbox's root file system: which layers the overlay stacks and
+//! what is mounted on it.
 //!
-//! Only the `host` image exists so far: a small skeleton (the top-level directories and the
-//! merged-`/usr` symlinks) as the overlay's lower layer, with the host's own `/usr` and
-//! `/etc` (and any `/lib*` or `/bin` that are real directories on this host) mounted on it
-//! read-only. It needs no download, so a fresh offline machine can start sandboxes at once.
-//! Unpacked OCI images will plug in as further lower layers.
+//! The `host` base is a small skeleton (the top-level directories and the merged-`/usr`
+//! symlinks) as the bottom layer, with the host's own `/usr` and `/etc` (and any `/lib*` or
+//! `/bin` that are real directories on this host) mounted on it read-only. It needs no
+//! download, so a fresh offline machine can start sandboxes at once. Every other image's
+//! layers come from the image store ([`forge_image::ImageStore`]); an image made from a
+//! host-based sandbox (a snapshot) stacks its layers on the host base.
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use forge_image::{Base, Image, ImageStore};
 use forge_types::sandbox::HOST_IMAGE;
 use fs_err as fs;
 
-use crate::plan::ReadOnlyBind;
+use crate::plan::{Lower, ReadOnlyBind};
 
 /// Bumped when the skeleton's contents change, so old skeletons are rebuilt.
 const SKELETON_VERSION: &str = "forge-host-skeleton-3";
@@ -108,19 +114,25 @@ const SYSTEM_DIRS: [&str; 6] = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RootFs {
     /// Overlay lower layers, top first.
-    pub(crate) lower: Vec<PathBuf>,
+    pub(crate) lower: Vec<Lower>,
     pub(crate) binds: Vec<ReadOnlyBind>,
+    /// The image is the whole root (not the host's directories), so all of it is writable.
+    pub(crate) writable_root: bool,
+    /// The image's environment.
+    pub(crate) env: BTreeMap<String, String>,
 }
 
-/// The images this host can start.
+/// The images this host can start: the host base and the image store.
 #[derive(Debug, Clone)]
 pub(crate) struct Images {
-    host: RootFs,
+    skeleton: PathBuf,
+    host_binds: Vec<ReadOnlyBind>,
+    store: Arc<ImageStore>,
 }
 
 impl Images {
-    /// Prepares the `host` image under `dir` (creating its skeleton once).
-    pub(crate) fn prepare(dir: &Path) -> io::Result<Self> {
+    /// Prepares the `host` base under `dir` (creating its skeleton once) beside `store`.
+    pub(crate) fn prepare(dir: &Path, store: Arc<ImageStore>) -> io::Result<Self> {
         let host_dir = dir.join(HOST_IMAGE);
         fs::create_dir_all(&host_dir)?;
         fs::set_permissions(&host_dir, std::fs::Permissions::from_mode(0o711))?;
@@ -136,23 +148,45 @@ impl Images {
             fs::write(&marker, SKELETON_VERSION)?;
         }
         Ok(Self {
-            host: RootFs {
-                lower: vec![skeleton],
-                binds: host_binds(Path::new("/")),
-            },
+            skeleton,
+            host_binds: host_binds(Path::new("/")),
+            store,
         })
     }
 
-    /// The root file system of `name`, or `None` for an image that is not installed.
-    pub(crate) fn resolve(&self, name: &str) -> Option<RootFs> {
-        (name == HOST_IMAGE).then(|| self.host.clone())
+    pub(crate) fn store(&self) -> &Arc<ImageStore> {
+        &self.store
     }
 
-    /// Names of the installed images, for error messages.
-    pub(crate) fn names(&self) -> Vec<String> {
-        let mut names = vec![HOST_IMAGE.to_owned()];
-        names.retain(|name| self.resolve(name).is_some());
-        names
+    /// The root file system of `image`.
+    pub(crate) fn root_fs(&self, image: &Image) -> RootFs {
+        let idmap = self.store.preserves_owners();
+        let mut lower: Vec<Lower> = image
+            .layers
+            .iter()
+            .rev()
+            .map(|id| Lower {
+                path: self.store.layer_dir(id),
+                idmap,
+            })
+            .collect();
+        let host = image.base == Base::Host;
+        if host {
+            lower.push(Lower {
+                path: self.skeleton.clone(),
+                idmap: false,
+            });
+        }
+        RootFs {
+            lower,
+            binds: if host {
+                self.host_binds.clone()
+            } else {
+                Vec::new()
+            },
+            writable_root: !host,
+            env: image.config.env_pairs(),
+        }
     }
 }
 

@@ -30,6 +30,8 @@ use crate::helper::{Helper, HelperCommand, Spawned};
 use crate::image::Images;
 use crate::plan::{IdRange, Overlay, SpawnPlan};
 use crate::proto::{CHUNK, FrameError, Request, Response};
+use forge_image::{Commit, IdShift, Image, ImageStore, RegistryConfig};
+use forge_types::{ImageInfo, ImageSource};
 
 /// Ids each sandbox gets in its user namespace (root mode).
 const IDS_PER_SANDBOX: u32 = 65_536;
@@ -63,6 +65,8 @@ pub struct JailConfig {
     /// gets its own (`forge-` and a hash of its path), so that Forge processes with
     /// different data directories never touch each other's sandboxes' cgroups.
     pub cgroup_name: String,
+    /// Registries, mirrors and credentials for images that are not in the store yet.
+    pub registries: RegistryConfig,
 }
 
 impl JailConfig {
@@ -74,6 +78,7 @@ impl JailConfig {
             helper: HelperCommand::default(),
             uid_base: 1 << 20,
             cgroup_name,
+            registries: RegistryConfig::default(),
         }
     }
 }
@@ -94,11 +99,15 @@ fn cgroup_name_for(data_dir: &Path) -> String {
 struct Record {
     info: SandboxInfo,
     slot: Option<u32>,
+    /// The image as it was resolved at creation (the name may point elsewhere since).
+    #[serde(default)]
+    image: Option<Image>,
 }
 
 #[derive(Debug)]
 struct Sandbox {
     info: SandboxInfo,
+    image: Image,
     slot: Option<u32>,
     dir: PathBuf,
     client: AgentClient,
@@ -233,7 +242,9 @@ impl JailBackend {
                 data_dir.display()
             )));
         }
-        let images = Images::prepare(&images_dir)
+        let store = ImageStore::open(&images_dir, config.registries.clone())
+            .map_err(|e| host(format!("cannot open the image store: {e}")))?;
+        let images = Images::prepare(&images_dir, Arc::new(store))
             .map_err(|e| host(format!("cannot prepare the host image: {e}")))?;
         let dev_template = crate::image::prepare_dev(&images_dir);
         let layout = CgroupLayout::detect().unwrap_or_default();
@@ -270,6 +281,11 @@ impl JailBackend {
                 janitor: Arc::new(Janitor::default()),
             }),
         })
+    }
+
+    /// The image store sandboxes' root file systems come from.
+    pub fn images(&self) -> &Arc<ImageStore> {
+        self.inner.images.store()
     }
 
     /// Limits this host cannot enforce, for reports.
@@ -352,7 +368,10 @@ impl JailBackend {
                 recovery.adopted.push(id);
             } else {
                 let cgroup = self.inner.cgroups.existing(id.as_str());
+                let store = self.images().clone();
+                let holder = id.to_string();
                 let _ = tokio::task::spawn_blocking(move || {
+                    let _ = store.release(&holder);
                     // Any process still in the cgroup belongs to the dead sandbox.
                     kill_cgroup_members(&cgroup);
                     let _ = cgroup.remove();
@@ -372,6 +391,21 @@ impl JailBackend {
             .read()
             .map(|s| s.keys().map(ToString::to_string).collect())
             .unwrap_or_default();
+        // Leases of sandboxes that left nothing else behind.
+        let store = self.images().clone();
+        let live = known.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let holders: Vec<String> = store
+                .leases()
+                .map(|l| l.into_keys().collect())
+                .unwrap_or_default();
+            for holder in holders {
+                if SandboxId::parse(&holder).is_some() && !live.contains(&holder) {
+                    let _ = store.release(&holder);
+                }
+            }
+        })
+        .await;
         let orphans: Vec<SandboxCgroup> = self
             .inner
             .cgroups
@@ -408,7 +442,12 @@ impl JailBackend {
         matches!(client.call(&Request::Ping).await, Ok(Response::Pong)).then_some(())?;
         let mut info = record.info;
         info.init_pid = peer;
+        let image = match record.image {
+            Some(image) => image,
+            None => self.images().find(&info.spec.image).ok().flatten()?,
+        };
         Some(Sandbox {
+            image,
             cgroup: Some(self.inner.cgroups.existing(id.as_str()))
                 .filter(|_| !self.inner.cgroups.controllers().is_empty()),
             info,
@@ -475,23 +514,86 @@ impl JailBackend {
         }
     }
 
+    /// The image `name` names, pulled first when it is missing and pulling is allowed.
+    async fn resolve_image(&self, name: &str) -> Result<Image, SandboxError> {
+        let store = self.images().clone();
+        let wanted = name.to_owned();
+        let found = tokio::task::spawn_blocking(move || store.find(&wanted))
+            .await
+            .map_err(|e| SandboxError::setup("look up the image", e.to_string()))??;
+        let image = match found {
+            Some(image) => image,
+            None if self.inner.config.registries.pull_missing => {
+                tracing::info!(image = name, "image not in the store; pulling it");
+                self.images()
+                    .pull(name, &forge_image::NoProgress)
+                    .await
+                    .map_err(|err| match err {
+                        forge_image::ImageError::Unreachable { .. } => {
+                            SandboxError::ImageUnavailable {
+                                image: name.to_owned(),
+                                reason: err.to_string(),
+                            }
+                        }
+                        other => other.into(),
+                    })?
+            }
+            None => {
+                return Err(forge_image::ImageError::NotFound {
+                    name: name.to_owned(),
+                }
+                .into());
+            }
+        };
+        if image.layers.is_empty() && image.base == forge_image::Base::Scratch {
+            return Err(SandboxError::InvalidSpec(forge_types::SpecError::new(
+                "image",
+                format!("{name} has no layers: there is nothing to run"),
+            )));
+        }
+        Ok(image)
+    }
+
+    /// Copies the sandbox's writable layer into the image store on top of its image.
+    async fn commit(&self, sandbox: &Sandbox, name: Option<&str>) -> Result<Image, SandboxError> {
+        let store = self.images().clone();
+        let upper = sandbox.dir.join("upper");
+        let parent = sandbox.image.clone();
+        let name = name.map(str::to_owned);
+        let source = ImageSource::Snapshot {
+            sandbox: sandbox.info.id.to_string(),
+        };
+        let shift = sandbox.slot.map(|slot| IdShift {
+            base: self.inner.config.uid_base + slot * IDS_PER_SANDBOX,
+            count: IDS_PER_SANDBOX,
+        });
+        let image = tokio::task::spawn_blocking(move || {
+            store.commit(
+                &upper,
+                &Commit {
+                    parent: &parent,
+                    name: name.as_deref(),
+                    source,
+                    shift,
+                },
+            )
+        })
+        .await
+        .map_err(|e| SandboxError::setup("copy the writable layer", e.to_string()))??;
+        Ok(image)
+    }
+
     /// Has the helper create the sandbox's directory and cgroups and fork its init, and
     /// waits until the init reports ready.
     async fn start(
         &self,
         id: &SandboxId,
         spec: &SandboxSpec,
+        image: &Image,
         slot: Option<u32>,
     ) -> Result<Started, SandboxError> {
         let inner = &self.inner;
-        let root_fs =
-            inner
-                .images
-                .resolve(&spec.image)
-                .ok_or_else(|| SandboxError::UnknownImage {
-                    image: spec.image.clone(),
-                    available: inner.images.names().join(", "),
-                })?;
+        let root_fs = inner.images.root_fs(image);
         let (uid_map, gid_map) = match slot {
             Some(slot) => {
                 let outside = inner.config.uid_base + slot * IDS_PER_SANDBOX;
@@ -538,8 +640,9 @@ impl JailBackend {
             cgroup: cgroup.clone(),
             hostname: id.to_string(),
             limits: spec.limits,
-            env: sandbox_env(id, spec),
+            env: sandbox_env(id, spec, root_fs.env),
             writable: WRITABLE_PATHS.iter().map(|p| (*p).to_owned()).collect(),
+            writable_root: root_fs.writable_root,
         };
         let started = std::time::Instant::now();
         let spawned = match self.helper_spawn(&plan).await {
@@ -748,8 +851,13 @@ fn check_traversable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The environment every process of the sandbox starts with.
-fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
+/// The environment every process of the sandbox starts with: Forge's defaults, then the
+/// image's, then the spec's.
+fn sandbox_env(
+    id: &SandboxId,
+    spec: &SandboxSpec,
+    image_env: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = [
         (
             "PATH",
@@ -763,6 +871,7 @@ fn sandbox_env(id: &SandboxId, spec: &SandboxSpec) -> BTreeMap<String, String> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
+    env.extend(image_env);
     env.insert("HOSTNAME".into(), id.to_string());
     env.insert("FORGE_SANDBOX_ID".into(), id.to_string());
     env.extend(spec.env.clone());
@@ -902,12 +1011,21 @@ impl Backend for JailBackend {
                 format!("{} is not a directory", workspace.display()),
             )));
         }
+        let image = self.resolve_image(&spec.image).await?;
         let id = self.new_id();
-        let slot = self.allocate_slot()?;
-        let started = match self.start(&id, &spec, slot).await {
+        self.images().lease(id.as_str(), &image)?;
+        let slot = match self.allocate_slot() {
+            Ok(slot) => slot,
+            Err(err) => {
+                let _ = self.images().release(id.as_str());
+                return Err(err);
+            }
+        };
+        let started = match self.start(&id, &spec, &image, slot).await {
             Ok(started) => started,
             Err(err) => {
                 self.free_slot(slot);
+                let _ = self.images().release(id.as_str());
                 return Err(err);
             }
         };
@@ -924,9 +1042,11 @@ impl Backend for JailBackend {
         let record = Record {
             info: info.clone(),
             slot,
+            image: Some(image.clone()),
         };
         let sandbox = Arc::new(Sandbox {
             info: info.clone(),
+            image,
             slot,
             dir: started.dir,
             client,
@@ -967,6 +1087,9 @@ impl Backend for JailBackend {
         // Nothing of the sandbox runs any more: its uid range is free, and what is left on
         // disk and in cgroupfs is garbage the janitor removes off the caller's path.
         self.free_slot(sandbox.slot);
+        let store = self.images().clone();
+        let holder = id.to_string();
+        let _ = tokio::task::spawn_blocking(move || store.release(&holder)).await;
         let trash = self.inner.trash_dir.join(id.as_str());
         let garbage = match std::fs::rename(&sandbox.dir, &trash) {
             Ok(()) => trash,
@@ -1358,5 +1481,36 @@ impl Backend for JailBackend {
             Response::Paths { paths } => Ok(paths),
             _ => Err(unexpected(id, "paths")),
         }
+    }
+
+    async fn snapshot(&self, id: &SandboxId, name: &str) -> Result<ImageInfo, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        forge_image::reference::normalize(name)?;
+        let image = self.commit(&sandbox, Some(name)).await?;
+        Ok(image.info())
+    }
+
+    async fn fork(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        if let Some(workspace) = &sandbox.info.spec.workspace {
+            return Err(SandboxError::Unsupported {
+                feature: format!(
+                    "forking a sandbox whose /workspace is the host directory {} (it cannot be copied on write)",
+                    workspace.display()
+                ),
+            });
+        }
+        let image = self.commit(&sandbox, None).await?;
+        let mut spec = sandbox.info.spec.clone();
+        spec.image.clone_from(&image.reference);
+        spec.labels
+            .insert("forge.forked_from".into(), id.to_string());
+        let created = self.create(spec).await;
+        if created.is_err() {
+            // The private image was only for this fork.
+            let store = self.images().clone();
+            let _ = tokio::task::spawn_blocking(move || store.prune()).await;
+        }
+        created
     }
 }

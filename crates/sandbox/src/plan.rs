@@ -11,9 +11,18 @@ use serde::{Deserialize, Serialize};
 /// An overlay mount: read-only lower layers (top first) and a writable upper layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Overlay {
-    pub(crate) lower: Vec<PathBuf>,
+    pub(crate) lower: Vec<Lower>,
     pub(crate) upper: PathBuf,
     pub(crate) work: PathBuf,
+}
+
+/// One read-only layer of an overlay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Lower {
+    pub(crate) path: PathBuf,
+    /// The layer keeps its image's owners (it was unpacked as root): the helper hands the
+    /// sandbox an idmapped mount of it, so that its root-owned files are the sandbox root's.
+    pub(crate) idmap: bool,
 }
 
 /// A host directory mounted read-only inside the sandbox.
@@ -69,4 +78,7 @@ pub(crate) struct SpawnPlan {
     pub(crate) env: BTreeMap<String, String>,
     /// Paths inside the sandbox that processes may write to (Landlock).
     pub(crate) writable: Vec<String>,
+    /// The whole root is the sandbox's own (an image, not the host's directories): every
+    /// top-level directory but `/proc`, `/sys` and `/dev` is writable too.
+    pub(crate) writable_root: bool,
 }

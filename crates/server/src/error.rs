@@ -5,6 +5,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use forge_image::ImageError;
 use forge_sandbox::SandboxError;
 use forge_sandbox::proto::ErrorKind;
 use forge_store::StoreError;
@@ -102,11 +103,20 @@ impl IntoResponse for ApiError {
 
 impl From<SandboxError> for ApiError {
     fn from(err: SandboxError) -> Self {
+        if let SandboxError::Image(image) = err {
+            // A missing image is the request's fault here, not a missing resource: ForgeVM's
+            // SDK reads every 404 as "sandbox not found".
+            return match image {
+                ImageError::NotFound { .. } => Self::bad_request(image.to_string()),
+                other => other.into(),
+            };
+        }
         match &err {
             SandboxError::InvalidSpec(spec) => Self::field(spec.field, &spec.reason),
-            SandboxError::UnknownImage { .. }
-            | SandboxError::Unsupported { .. }
-            | SandboxError::SetupCommand { .. } => Self::bad_request(err.to_string()),
+            SandboxError::ImageUnavailable { .. } => Self::new(Code::Unavailable, err.to_string()),
+            SandboxError::Unsupported { .. } | SandboxError::SetupCommand { .. } => {
+                Self::bad_request(err.to_string())
+            }
             SandboxError::NotFound { id } => {
                 Self::not_found(format!("sandbox {:?} not found", id.as_str()))
             }
@@ -136,6 +146,28 @@ impl From<SandboxError> for ApiError {
             | SandboxError::Host { .. }
             | SandboxError::Protocol { .. }
             | SandboxError::Teardown { .. } => Self::internal("operate the sandbox", &err),
+            SandboxError::Image(_) => unreachable!("handled above"),
+        }
+    }
+}
+
+impl From<ImageError> for ApiError {
+    fn from(err: ImageError) -> Self {
+        match &err {
+            ImageError::NotFound { .. } => Self::not_found(err.to_string()),
+            ImageError::InUse { .. } => Self::new(Code::Conflict, err.to_string()),
+            ImageError::Unreachable { .. } => Self::new(Code::Unavailable, err.to_string()),
+            ImageError::InvalidReference { .. }
+            | ImageError::Registry { .. }
+            | ImageError::DigestMismatch { .. }
+            | ImageError::NoPlatform { .. }
+            | ImageError::Unsupported { .. }
+            | ImageError::Archive { .. }
+            | ImageError::Layer { .. }
+            | ImageError::Build { .. } => Self::bad_request(err.to_string()),
+            ImageError::Io { .. } | ImageError::Index { .. } => {
+                Self::internal("use the image store", &err)
+            }
         }
     }
 }

@@ -88,13 +88,46 @@ pub(crate) fn install_seccomp(program: &seccompiler::BpfProgram) -> Result<(), S
         .stage(|| "install the seccomp filter".into())
 }
 
+/// The paths this sandbox's processes may write below, fixed once its root is built.
+static WRITABLE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Top-level directories that stay closed to writes even when the root is the sandbox's own.
+const KERNEL_DIRS: [&str; 3] = ["proc", "sys", "dev"];
+
+/// The paths processes may write below, for messages.
+pub(crate) fn writable_paths() -> &'static [String] {
+    WRITABLE.get().map_or(&[], Vec::as_slice)
+}
+
+/// The plan's writable paths; when the root is the sandbox's own, every top-level
+/// directory but the kernel's too. Runs after the pivot, so `/` is the sandbox's.
+fn collect_writable(plan: &SpawnPlan) -> Vec<String> {
+    let mut paths: Vec<String> = plan.writable.clone();
+    if plan.writable_root
+        && let Ok(entries) = std::fs::read_dir("/")
+    {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && !KERNEL_DIRS.contains(&name.as_str()) {
+                let path = format!("/{name}");
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
 /// Restricts writes to the plan's writable paths (and a few devices). Runs after the pivot,
 /// so the paths are the sandbox's own.
 fn restrict_writes(plan: &SpawnPlan) -> Result<bool, SetupError> {
     let read = AccessFs::from_read(LANDLOCK_ABI);
     let all = AccessFs::from_all(LANDLOCK_ABI);
-    let writable: Vec<&str> = plan
-        .writable
+    let paths = WRITABLE.get_or_init(|| collect_writable(plan));
+    let writable: Vec<&str> = paths
         .iter()
         .map(String::as_str)
         .chain(WRITABLE_DEVICES)

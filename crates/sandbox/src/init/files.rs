@@ -79,7 +79,7 @@ fn write_error(path: &Path, err: &io::Error) -> RemoteError {
         error.message = format!(
             "{} (writable paths: {})",
             error.message,
-            crate::jail::WRITABLE_PATHS.join(", ")
+            super::confine::writable_paths().join(", ")
         );
     }
     error

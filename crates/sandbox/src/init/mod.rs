@@ -89,13 +89,16 @@ fn setup(
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
     wait_for(release, RELEASE_MAPPED);
     let mut workspace = None;
+    let mut layers = Vec::new();
     while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
-        if tag == crate::helper::FD_WORKSPACE {
-            workspace = Some(fd);
+        match tag {
+            crate::helper::FD_WORKSPACE => workspace = Some(fd),
+            crate::helper::FD_LAYER => layers.push(fd),
+            _ => {}
         }
     }
     setup::become_root(plan)?;
-    let listener = setup::assemble_root(plan, workspace)?;
+    let listener = setup::assemble_root(plan, workspace, layers)?;
     setup::configure_identity(plan)?;
     setup::make_undumpable()?;
     let landlock = confine::restrict(plan)?;

@@ -67,6 +67,7 @@ pub(crate) fn become_root(plan: &SpawnPlan) -> Result<(), SetupError> {
 pub(crate) fn assemble_root(
     plan: &SpawnPlan,
     workspace: Option<OwnedFd>,
+    layers: Vec<OwnedFd>,
 ) -> Result<UnixListener, SetupError> {
     rustix::mount::mount_change(
         "/",
@@ -74,9 +75,10 @@ pub(crate) fn assemble_root(
     )
     .stage(|| "make mounts private".into())?;
     create_layers(plan)?;
+    let lowers = attach_layers(plan, layers)?;
 
     let root = &plan.root_dir;
-    let lower = join_layers(&plan.root.lower)?;
+    let lower = join_layers(&lowers)?;
     let options = format!(
         "lowerdir={lower},upperdir={},workdir={},userxattr,volatile",
         option_path(&plan.root.upper)?,
@@ -171,6 +173,38 @@ pub(crate) fn assemble_root(
     rustix::mount::unmount(".", UnmountFlags::DETACH).stage(|| "detach the old root".into())?;
     rustix::process::chdir("/").stage(|| "chdir /".into())?;
     Ok(listener)
+}
+
+/// Mounts the idmapped layers the helper sent at `layers/<n>` in the sandbox's directory
+/// and returns every lower layer's path, top first. They vanish from view with the old root;
+/// the overlay keeps them.
+fn attach_layers(plan: &SpawnPlan, layers: Vec<OwnedFd>) -> Result<Vec<PathBuf>, SetupError> {
+    let mut trees = layers.into_iter();
+    let staging = plan.sandbox_dir.join("layers");
+    let mut paths = Vec::with_capacity(plan.root.lower.len());
+    for (n, lower) in plan.root.lower.iter().enumerate() {
+        if !lower.idmap || plan.unprivileged {
+            paths.push(lower.path.clone());
+            continue;
+        }
+        let tree = trees.next().ok_or_else(|| SetupError {
+            stage: format!("receive the idmapped layer {}", lower.path.display()),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        })?;
+        ensure_dir(&staging)?;
+        let target = staging.join(n.to_string());
+        ensure_dir(&target)?;
+        rustix::mount::move_mount(
+            tree.as_fd(),
+            c"",
+            CWD,
+            &target,
+            rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .stage(|| format!("attach the idmapped layer {}", lower.path.display()))?;
+        paths.push(target);
+    }
+    Ok(paths)
 }
 
 /// The upper layer's directories: those a sandbox may write (owned by its root, with the

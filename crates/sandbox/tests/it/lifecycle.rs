@@ -57,10 +57,10 @@ async fn invalid_specs_are_refused_with_the_field() {
         ..SandboxSpec::default()
     };
     match ctx.backend.create(unknown_image).await {
-        Err(err @ SandboxError::UnknownImage { .. }) => {
+        Err(err @ SandboxError::Image(forge_image::ImageError::NotFound { .. })) => {
             assert_eq!(
                 err.to_string(),
-                "unknown image \"nosuchimage:1\"; available images: host"
+                "image nosuchimage:1 is not in the store; fetch it with `forge image pull nosuchimage:1` or load an archive with `forge image import FILE`"
             );
         }
         other => panic!("expected an unknown image, got {other:?}"),

@@ -42,6 +42,11 @@ impl Ctx {
             .unwrap_or("forge-test");
         JailConfig {
             cgroup_name: name.to_owned(),
+            // Tests never reach out to public registries.
+            registries: forge_image::RegistryConfig {
+                pull_missing: false,
+                ..forge_image::RegistryConfig::default()
+            },
             ..JailConfig::new(dir)
         }
     }
