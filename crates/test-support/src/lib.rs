@@ -1,5 +1,8 @@
 //! Helpers shared by Forge's test suites: short-pathed temporary data directories,
-//! the sandbox helper entry for test binaries, and probes for leak checks.
+//! the sandbox helper entry for test binaries, probes for leak checks, and OCI images and a
+//! registry to pull them from ([`oci`]).
+
+pub mod oci;
 
 use std::path::{Path, PathBuf};
 
