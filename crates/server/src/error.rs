@@ -113,7 +113,6 @@ impl From<SandboxError> for ApiError {
         }
         match &err {
             SandboxError::InvalidSpec(spec) => Self::field(spec.field, &spec.reason),
-            SandboxError::ImageUnavailable { .. } => Self::new(Code::Unavailable, err.to_string()),
             SandboxError::Unsupported { .. } | SandboxError::SetupCommand { .. } => {
                 Self::bad_request(err.to_string())
             }
@@ -141,7 +140,9 @@ impl From<SandboxError> for ApiError {
                 }
                 Self::new(code, source.message.clone())
             }
-            SandboxError::Capacity { .. } => Self::new(Code::Unavailable, err.to_string()),
+            SandboxError::Capacity { .. } | SandboxError::ImageUnavailable { .. } => {
+                Self::new(Code::Unavailable, err.to_string())
+            }
             SandboxError::Setup { .. }
             | SandboxError::Host { .. }
             | SandboxError::Protocol { .. }

@@ -91,34 +91,21 @@ pub(crate) fn install_seccomp(program: &seccompiler::BpfProgram) -> Result<(), S
 /// The paths this sandbox's processes may write below, fixed once its root is built.
 static WRITABLE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
-/// Top-level directories that stay closed to writes even when the root is the sandbox's own.
-const KERNEL_DIRS: [&str; 3] = ["proc", "sys", "dev"];
-
 /// The paths processes may write below, for messages.
 pub(crate) fn writable_paths() -> &'static [String] {
     WRITABLE.get().map_or(&[], Vec::as_slice)
 }
 
-/// The plan's writable paths; when the root is the sandbox's own, every top-level
-/// directory but the kernel's too. Runs after the pivot, so `/` is the sandbox's.
+/// The plan's writable paths, or the whole root when it is the sandbox's own (an image's
+/// layers under a private upper layer, where `mkdir /app` must work as it does in any
+/// container). The kernel's file systems stay guarded without Landlock: `/sys` is mounted
+/// read-only, `/dev` is a read-only template, and what `/proc` lets the unprivileged,
+/// capability-less root of a user namespace write is its own processes' settings.
 fn collect_writable(plan: &SpawnPlan) -> Vec<String> {
-    let mut paths: Vec<String> = plan.writable.clone();
-    if plan.writable_root
-        && let Ok(entries) = std::fs::read_dir("/")
-    {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && !KERNEL_DIRS.contains(&name.as_str()) {
-                let path = format!("/{name}");
-                if !paths.contains(&path) {
-                    paths.push(path);
-                }
-            }
-        }
+    if plan.writable_root {
+        return vec!["/".to_owned()];
     }
-    paths.sort();
-    paths
+    plan.writable.clone()
 }
 
 /// Restricts writes to the plan's writable paths (and a few devices). Runs after the pivot,

@@ -115,6 +115,8 @@ async fn two_hundred_cycles_leave_nothing_behind() {
     // One warm-up cycle: the runtime and the helper open their long-lived descriptors.
     let id = ctx.sandbox().await;
     ctx.backend.destroy(&id).await.unwrap();
+    // Counted once the janitor is idle, as at the end.
+    ctx.backend.settle().await.unwrap();
     let own_fds = forge_test_support::fd_count(std::process::id());
     let helper_fds = forge_test_support::fd_count(helper);
     for _ in 0..200 {

@@ -11,6 +11,7 @@
 mod confinement;
 mod exec;
 mod files;
+mod images;
 mod lifecycle;
 mod processes;
 mod unprivileged;
