@@ -29,7 +29,7 @@ pub use debian::{DebianBuild, VARIANTS};
 pub use error::ImageError;
 pub use progress::{NoProgress, Progress, ProgressEvent};
 pub use registry::{Credentials, RegistryConfig};
-pub use store::{Base, Image, ImageStore, Lease, RunConfig};
+pub use store::{Base, Image, ImageStore, Lease, RunConfig, TempDir};
 
 /// The name of the built-in base assembled from the host's system directories.
 pub const HOST_IMAGE: &str = forge_types::sandbox::HOST_IMAGE;

@@ -476,7 +476,7 @@ fn classify(err: OciDistributionError, shown: &str, registry: &str, what: &str) 
             ImageError::Unreachable {
                 reference,
                 registry,
-                reason: error_chain(&e),
+                reason: root_cause(&e),
             }
         }
         OciDistributionError::RequestError(e) => ImageError::Unreachable {
@@ -528,6 +528,20 @@ fn classify(err: OciDistributionError, shown: &str, registry: &str, what: &str) 
 
 fn reference_registry(shown: &str) -> String {
     reference::parse(shown).map_or_else(|_| shown.to_owned(), |r| r.registry().to_owned())
+}
+
+/// The innermost cause ("connection refused", "failed to lookup address information"):
+/// what a person needs, without the layers of HTTP client wrapping.
+fn root_cause(err: &dyn std::error::Error) -> String {
+    let mut cause = err;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    if err.to_string().contains("timed out") || text.is_empty() {
+        return err.to_string();
+    }
+    text
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {

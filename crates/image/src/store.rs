@@ -513,8 +513,9 @@ impl ImageStore {
             .join(format!("{}-{}", std::process::id(), hex(&nonce)))
     }
 
-    /// A fresh directory under `tmp/`, removed when the guard drops unless it was moved away.
-    pub(crate) fn temp_dir(&self) -> Result<TempDir, ImageError> {
+    /// A fresh directory under `tmp/` (for an upload on its way to [`ImageStore::import`]),
+    /// removed when the guard drops unless it was moved away.
+    pub fn temp_dir(&self) -> Result<TempDir, ImageError> {
         let path = self.temp_path();
         fs::create_dir(&path).map_err(ImageError::io("create", &path))?;
         Ok(TempDir(path))
@@ -630,10 +631,10 @@ struct LockGuard(
 
 /// A directory under the store's `tmp/`, removed on drop unless renamed away first.
 #[derive(Debug)]
-pub(crate) struct TempDir(PathBuf);
+pub struct TempDir(PathBuf);
 
 impl TempDir {
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.0
     }
 }

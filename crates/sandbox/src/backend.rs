@@ -97,6 +97,11 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// A short name for listings (`jail`).
     fn name(&self) -> &'static str;
 
+    /// The image store the backend builds root file systems from, if it has one.
+    fn images(&self) -> Option<std::sync::Arc<forge_image::ImageStore>> {
+        None
+    }
+
     async fn create(&self, spec: SandboxSpec) -> Result<SandboxInfo, SandboxError>;
     async fn destroy(&self, id: &SandboxId) -> Result<(), SandboxError>;
     async fn get(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError>;

@@ -284,7 +284,7 @@ impl JailBackend {
     }
 
     /// The image store sandboxes' root file systems come from.
-    pub fn images(&self) -> &Arc<ImageStore> {
+    pub fn image_store(&self) -> &Arc<ImageStore> {
         self.inner.images.store()
     }
 
@@ -368,7 +368,7 @@ impl JailBackend {
                 recovery.adopted.push(id);
             } else {
                 let cgroup = self.inner.cgroups.existing(id.as_str());
-                let store = self.images().clone();
+                let store = self.image_store().clone();
                 let holder = id.to_string();
                 let _ = tokio::task::spawn_blocking(move || {
                     let _ = store.release(&holder);
@@ -392,7 +392,7 @@ impl JailBackend {
             .map(|s| s.keys().map(ToString::to_string).collect())
             .unwrap_or_default();
         // Leases of sandboxes that left nothing else behind.
-        let store = self.images().clone();
+        let store = self.image_store().clone();
         let live = known.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let holders: Vec<String> = store
@@ -444,7 +444,7 @@ impl JailBackend {
         info.init_pid = peer;
         let image = match record.image {
             Some(image) => image,
-            None => self.images().find(&info.spec.image).ok().flatten()?,
+            None => self.image_store().find(&info.spec.image).ok().flatten()?,
         };
         Some(Sandbox {
             image,
@@ -516,7 +516,7 @@ impl JailBackend {
 
     /// The image `name` names, pulled first when it is missing and pulling is allowed.
     async fn resolve_image(&self, name: &str) -> Result<Image, SandboxError> {
-        let store = self.images().clone();
+        let store = self.image_store().clone();
         let wanted = name.to_owned();
         let found = tokio::task::spawn_blocking(move || store.find(&wanted))
             .await
@@ -525,7 +525,7 @@ impl JailBackend {
             Some(image) => image,
             None if self.inner.config.registries.pull_missing => {
                 tracing::info!(image = name, "image not in the store; pulling it");
-                self.images()
+                self.image_store()
                     .pull(name, &forge_image::NoProgress)
                     .await
                     .map_err(|err| match err {
@@ -556,7 +556,7 @@ impl JailBackend {
 
     /// Copies the sandbox's writable layer into the image store on top of its image.
     async fn commit(&self, sandbox: &Sandbox, name: Option<&str>) -> Result<Image, SandboxError> {
-        let store = self.images().clone();
+        let store = self.image_store().clone();
         let upper = sandbox.dir.join("upper");
         let parent = sandbox.image.clone();
         let name = name.map(str::to_owned);
@@ -996,6 +996,10 @@ impl Backend for JailBackend {
         "jail"
     }
 
+    fn images(&self) -> Option<Arc<ImageStore>> {
+        Some(self.inner.images.store().clone())
+    }
+
     async fn create(&self, spec: SandboxSpec) -> Result<SandboxInfo, SandboxError> {
         spec.validate()?;
         if spec.network != NetworkMode::None {
@@ -1013,11 +1017,11 @@ impl Backend for JailBackend {
         }
         let image = self.resolve_image(&spec.image).await?;
         let id = self.new_id();
-        self.images().lease(id.as_str(), &image)?;
+        self.image_store().lease(id.as_str(), &image)?;
         let slot = match self.allocate_slot() {
             Ok(slot) => slot,
             Err(err) => {
-                let _ = self.images().release(id.as_str());
+                let _ = self.image_store().release(id.as_str());
                 return Err(err);
             }
         };
@@ -1025,7 +1029,7 @@ impl Backend for JailBackend {
             Ok(started) => started,
             Err(err) => {
                 self.free_slot(slot);
-                let _ = self.images().release(id.as_str());
+                let _ = self.image_store().release(id.as_str());
                 return Err(err);
             }
         };
@@ -1087,7 +1091,7 @@ impl Backend for JailBackend {
         // Nothing of the sandbox runs any more: its uid range is free, and what is left on
         // disk and in cgroupfs is garbage the janitor removes off the caller's path.
         self.free_slot(sandbox.slot);
-        let store = self.images().clone();
+        let store = self.image_store().clone();
         let holder = id.to_string();
         let _ = tokio::task::spawn_blocking(move || store.release(&holder)).await;
         let trash = self.inner.trash_dir.join(id.as_str());
@@ -1508,7 +1512,7 @@ impl Backend for JailBackend {
         let created = self.create(spec).await;
         if created.is_err() {
             // The private image was only for this fork.
-            let store = self.images().clone();
+            let store = self.image_store().clone();
             let _ = tokio::task::spawn_blocking(move || store.prune()).await;
         }
         created

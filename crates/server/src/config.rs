@@ -21,6 +21,17 @@
 //! overflow = "reject"          # or "queue"
 //! queue_timeout = "30s"
 //! queue_depth = 64
+//!
+//! [images]
+//! pull_missing = true          # spawning an image not in the store pulls it
+//! platform = "linux/amd64"     # from multi-platform images; the host's by default
+//! insecure = ["registry.lan:5000"]  # plain HTTP (loopback registries always are)
+//! max_upload_bytes = 8589934592     # largest archive POST /images/import accepts
+//! [images.mirrors]
+//! "docker.io" = ["mirror.lan:5000"] # tried in order before the registry itself
+//! [images.credentials."ghcr.io"]
+//! username = "me"
+//! password = "…"               # or `docker login`'s ~/.docker/config.json
 //! ```
 
 use std::net::SocketAddr;
@@ -75,6 +86,10 @@ pub struct ServerConfig {
     pub queue_timeout: Duration,
     pub queue_depth: usize,
     pub reaper_interval: Duration,
+    /// Registries, mirrors and credentials for pulls.
+    pub registries: forge_image::RegistryConfig,
+    /// Largest archive `POST /images/import` accepts.
+    pub max_image_bytes: u64,
 }
 
 impl ServerConfig {
@@ -95,6 +110,8 @@ impl ServerConfig {
             queue_timeout: Duration::from_secs(30),
             queue_depth: 64,
             reaper_interval: Duration::from_secs(1),
+            registries: forge_image::RegistryConfig::default(),
+            max_image_bytes: 8 << 30,
         }
     }
 
@@ -145,6 +162,18 @@ struct FileConfig {
     server: FileServer,
     defaults: FileDefaults,
     pool: FilePool,
+    images: FileImages,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileImages {
+    pull_missing: Option<bool>,
+    platform: Option<String>,
+    insecure: Option<Vec<String>>,
+    mirrors: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    credentials: Option<std::collections::BTreeMap<String, forge_image::Credentials>>,
+    max_upload_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -236,6 +265,25 @@ pub fn load(
     if let Some(interval) = parsed.server.reaper_interval {
         config.reaper_interval =
             duration("server.reaper_interval", &interval)?.max(Duration::from_millis(100));
+    }
+    let images = parsed.images;
+    if let Some(pull) = images.pull_missing {
+        config.registries.pull_missing = pull;
+    }
+    if let Some(platform) = images.platform {
+        config.registries.platform = Some(platform);
+    }
+    if let Some(insecure) = images.insecure {
+        config.registries.insecure = insecure;
+    }
+    if let Some(mirrors) = images.mirrors {
+        config.registries.mirrors = mirrors;
+    }
+    if let Some(credentials) = images.credentials {
+        config.registries.credentials = credentials;
+    }
+    if let Some(bytes) = images.max_upload_bytes {
+        config.max_image_bytes = bytes;
     }
     if let Some(image) = parsed.defaults.image {
         config.default_image = image;

@@ -113,9 +113,11 @@ impl From<SandboxError> for ApiError {
         }
         match &err {
             SandboxError::InvalidSpec(spec) => Self::field(spec.field, &spec.reason),
-            SandboxError::Unsupported { .. } | SandboxError::SetupCommand { .. } => {
-                Self::bad_request(err.to_string())
-            }
+            // An image this host cannot get is for the client to fix (import it, use
+            // another), not to retry.
+            SandboxError::Unsupported { .. }
+            | SandboxError::ImageUnavailable { .. }
+            | SandboxError::SetupCommand { .. } => Self::bad_request(err.to_string()),
             SandboxError::NotFound { id } => {
                 Self::not_found(format!("sandbox {:?} not found", id.as_str()))
             }
@@ -140,9 +142,7 @@ impl From<SandboxError> for ApiError {
                 }
                 Self::new(code, source.message.clone())
             }
-            SandboxError::Capacity { .. } | SandboxError::ImageUnavailable { .. } => {
-                Self::new(Code::Unavailable, err.to_string())
-            }
+            SandboxError::Capacity { .. } => Self::new(Code::Unavailable, err.to_string()),
             SandboxError::Setup { .. }
             | SandboxError::Host { .. }
             | SandboxError::Protocol { .. }

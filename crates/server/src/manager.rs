@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use forge_image::ImageStore;
 use forge_sandbox::{Backend, Pool, SandboxError};
 use forge_store::{NewExec, SandboxRecord, Store, TemplateRecord};
 use forge_types::{ExecRequest, ExecResult, Limits, SandboxId, SandboxSpec};
@@ -55,6 +56,8 @@ pub struct Manager {
     metrics: Arc<Metrics>,
     capacity: Capacity,
     pools: Mutex<HashMap<String, Arc<Pool>>>,
+    /// One template layer is built at a time (and a spawn waits for the one it needs).
+    template_builds: tokio::sync::Mutex<()>,
 }
 
 impl Manager {
@@ -80,6 +83,7 @@ impl Manager {
                 held: Mutex::new(HashMap::new()),
             },
             pools: Mutex::new(HashMap::new()),
+            template_builds: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -175,7 +179,10 @@ impl Manager {
             ),
             None => None,
         };
-        let spec = self.spec_for(&params, template.as_ref())?;
+        let mut spec = self.spec_for(&params, template.as_ref())?;
+        if let Some(template) = &template {
+            spec.image = self.template_image(template, &spec.image).await?;
+        }
         let ttl = params
             .ttl
             .or_else(|| {
@@ -186,23 +193,67 @@ impl Manager {
             .unwrap_or(self.config.default_ttl);
         let permit = self.reserve().await?;
         let pool = template.as_ref().and_then(|t| self.pool(&t.name));
-        let info = match (&pool, &template) {
-            (Some(pool), _) => pool.acquire().await?,
-            (None, Some(template)) => {
-                let info = self.backend.create(spec.clone()).await?;
-                if let Err(err) = self.run_setup(&info.id, template).await {
-                    let _ = self.backend.destroy(&info.id).await;
-                    return Err(err.into());
-                }
-                info
-            }
-            (None, None) => self.backend.create(spec.clone()).await?,
+        let info = match &pool {
+            Some(pool) => pool.acquire().await?,
+            None => self.backend.create(spec.clone()).await?,
         };
-        let now = now_ms();
+        if pool.is_none()
+            && self.backend.images().is_none()
+            && let Some(template) = &template
+            && let Err(err) = self.run_setup(&info.id, template).await
+        {
+            let _ = self.backend.destroy(&info.id).await;
+            return Err(err.into());
+        }
         let mut metadata = params.metadata.clone();
         if let Some(template) = &template {
             metadata.insert("template".to_owned(), template.name.clone());
         }
+        let template = template.as_ref().map(|t| t.name.clone());
+        self.record(info, &spec, ttl, &params, metadata, template, permit)
+            .await
+    }
+
+    /// A new sandbox whose file system starts as a copy of `id`'s current one, with its
+    /// limits and labels.
+    pub async fn fork(&self, id: &str, ttl: Option<Duration>) -> Result<SandboxRecord, ApiError> {
+        let original = self.live(id).await?;
+        let sandbox = Self::parse_id(id)?;
+        let permit = self.reserve().await?;
+        let info = self.backend.fork(&sandbox).await?;
+        let spec = info.spec.clone();
+        let mut metadata = original.metadata.clone();
+        metadata.insert("forked_from".to_owned(), original.id.clone());
+        let params = SpawnParams {
+            owner_id: original.owner_id.clone(),
+            ..SpawnParams::default()
+        };
+        let ttl = ttl.unwrap_or(self.config.default_ttl);
+        self.record(
+            info,
+            &spec,
+            ttl,
+            &params,
+            metadata,
+            original.template.clone(),
+            permit,
+        )
+        .await
+    }
+
+    /// Records a sandbox the backend just created, holds its capacity and announces it.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one record")]
+    async fn record(
+        &self,
+        info: forge_types::SandboxInfo,
+        spec: &SandboxSpec,
+        ttl: Duration,
+        params: &SpawnParams,
+        metadata: BTreeMap<String, String>,
+        template: Option<String>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Result<SandboxRecord, ApiError> {
+        let now = now_ms();
         let record = SandboxRecord {
             id: info.id.to_string(),
             state: "running".to_owned(),
@@ -213,7 +264,7 @@ impl Manager {
             owner_id: params.owner_id.clone().filter(|o| !o.is_empty()),
             metadata,
             spec: serde_json::to_value(&info.spec).unwrap_or(serde_json::Value::Null),
-            template: template.as_ref().map(|t| t.name.clone()),
+            template,
             created_at_ms: now,
             expires_at_ms: now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)),
             destroyed_at_ms: None,
@@ -232,8 +283,12 @@ impl Manager {
         self.metrics
             .sandboxes_created
             .fetch_add(1, Ordering::Relaxed);
-        let data =
-            json!({"image": record.image, "template": record.template, "degraded": info.degraded});
+        let data = json!({
+            "image": record.image,
+            "template": record.template,
+            "forked_from": record.metadata.get("forked_from"),
+            "degraded": info.degraded,
+        });
         self.events
             .publish("sandbox.created", Some(&record.id), Some(data));
         self.events
@@ -307,6 +362,125 @@ impl Manager {
             }
         }
         Ok(())
+    }
+
+    /// The image a template's sandboxes start from. A template with setup commands runs
+    /// them once, in a sandbox on `base`, and keeps the result as an image every spawn of
+    /// the template shares (named by a hash of the base, the commands and the environment,
+    /// so a changed template builds a new one). A backend without an image store runs the
+    /// commands in every sandbox instead (see [`Manager::spawn`]).
+    pub async fn template_image(
+        &self,
+        template: &TemplateRecord,
+        base: &str,
+    ) -> Result<String, ApiError> {
+        let Some(images) = self.backend.images() else {
+            return Ok(base.to_owned());
+        };
+        if template.setup.is_empty() {
+            self.lease_template(&images, template, base).await;
+            return Ok(base.to_owned());
+        }
+        let _build = self.template_builds.lock().await;
+        let base_id = match lookup(&images, base).await? {
+            Some(image) => image.id,
+            // Not in the store yet: the build's sandbox pulls it.
+            None => String::new(),
+        };
+        let reference = template_reference(template, base, &base_id);
+        if lookup(&images, &reference).await?.is_some() {
+            self.lease_template(&images, template, &reference).await;
+            return Ok(reference);
+        }
+        let spec = SandboxSpec {
+            image: base.to_owned(),
+            env: template.env.clone(),
+            ..SandboxSpec::default()
+        };
+        let info = self.backend.create(spec).await?;
+        let built = async {
+            self.run_setup(&info.id, template).await?;
+            self.backend.snapshot(&info.id, &reference).await
+        }
+        .await;
+        let _ = self.backend.destroy(&info.id).await;
+        built?;
+        // Named for what it is: the template's layer, not a user's snapshot.
+        let name = template.name.clone();
+        let store = images.clone();
+        let wanted = reference.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let mut image = store.get(&wanted)?;
+            image.source = forge_types::ImageSource::Template { template: name };
+            store.insert(image)
+        })
+        .await;
+        // A rebuilt template's previous layer goes unless a sandbox still uses it.
+        self.drop_template_images(&images, template, Some(&reference))
+            .await;
+        self.lease_template(&images, template, &reference).await;
+        self.events.publish(
+            "template.built",
+            None,
+            Some(json!({"template": template.name, "image": reference})),
+        );
+        Ok(reference)
+    }
+
+    /// Marks `image` as used by the template, so it is neither removed nor collected while
+    /// the template exists. Best effort: an image that is not in the store yet has nothing
+    /// to keep.
+    async fn lease_template(
+        &self,
+        images: &Arc<ImageStore>,
+        template: &TemplateRecord,
+        image: &str,
+    ) {
+        let store = images.clone();
+        let holder = template_holder(&template.name);
+        let image = image.to_owned();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(found) = store.find(&image)? {
+                store.lease(&holder, &found)?;
+            }
+            Ok::<(), forge_image::ImageError>(())
+        })
+        .await;
+    }
+
+    /// Releases a deleted template's images: its lease and the layers built for it
+    /// (except `keep`). Sandboxes still running on them keep their layers until they go.
+    pub async fn forget_template(&self, template: &TemplateRecord) {
+        let Some(images) = self.backend.images() else {
+            return;
+        };
+        self.drop_template_images(&images, template, None).await;
+        let holder = template_holder(&template.name);
+        let _ = tokio::task::spawn_blocking(move || images.release(&holder)).await;
+    }
+
+    async fn drop_template_images(
+        &self,
+        images: &Arc<ImageStore>,
+        template: &TemplateRecord,
+        keep: Option<&str>,
+    ) {
+        let store = images.clone();
+        let name = template.name.clone();
+        let keep = keep.map(str::to_owned);
+        let _ = tokio::task::spawn_blocking(move || {
+            for image in store.list()? {
+                let built_for_it = matches!(
+                    &image.source,
+                    forge_types::ImageSource::Template { template } if *template == name
+                );
+                if built_for_it && keep.as_deref() != Some(image.reference.as_str()) {
+                    store.remove(&image.reference, true)?;
+                }
+            }
+            Ok::<(), forge_image::ImageError>(())
+        })
+        .await;
     }
 
     /// Destroys a sandbox and records why; a no-op for unknown or destroyed ones.
@@ -479,6 +653,18 @@ impl Manager {
         let Some(template) = template else { return };
         let size = usize::try_from(template.pool_size).unwrap_or(0);
         if size == 0 {
+            // Without a pool, the template's layer is built now only if its base is at
+            // hand; otherwise the first spawn fetches the base and builds it.
+            if let Some(images) = self.backend.images()
+                && matches!(lookup(&images, &template.image).await, Ok(Some(_)))
+                && let Err(err) = self.template_image(template, &template.image).await
+            {
+                tracing::warn!(
+                    template = name,
+                    error = err.message,
+                    "cannot build the template's image yet"
+                );
+            }
             return;
         }
         let params = SpawnParams {
@@ -496,11 +682,26 @@ impl Manager {
                 return;
             }
         };
-        let setup = template
-            .setup
-            .iter()
-            .map(|c| ExecRequest::shell(c.clone()))
-            .collect();
+        let (spec, setup) = if self.backend.images().is_some() {
+            match self.template_image(template, &spec.image).await {
+                Ok(image) => (SandboxSpec { image, ..spec }, Vec::new()),
+                Err(err) => {
+                    tracing::warn!(
+                        template = name,
+                        error = err.message,
+                        "cannot build the template's image; its pool stays empty until it can"
+                    );
+                    return;
+                }
+            }
+        } else {
+            let setup = template
+                .setup
+                .iter()
+                .map(|c| ExecRequest::shell(c.clone()))
+                .collect();
+            (spec, setup)
+        };
         let pool = Pool::with_setup(self.backend.clone(), spec, setup, size);
         if let Ok(mut pools) = self.pools.lock() {
             pools.insert(name.to_owned(), Arc::new(pool));
@@ -534,6 +735,73 @@ impl Manager {
             pool.shutdown().await;
         }
     }
+}
+
+/// The image store's entry for `name`, looked up off the async threads.
+async fn lookup(
+    images: &Arc<ImageStore>,
+    name: &str,
+) -> Result<Option<forge_image::Image>, ApiError> {
+    let store = images.clone();
+    let name = name.to_owned();
+    tokio::task::spawn_blocking(move || store.find(&name))
+        .await
+        .map_err(|e| ApiError::internal("look up an image", &e))?
+        .map_err(ApiError::from)
+}
+
+/// The name of a template's built image: `forge.local/template/<name>:<hash>`, the hash
+/// covering the base image, the setup commands and the environment.
+fn template_reference(template: &TemplateRecord, base: &str, base_id: &str) -> String {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    for part in [base, base_id] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    for command in &template.setup {
+        hasher.update(command.as_bytes());
+        hasher.update([0]);
+    }
+    for (key, value) in &template.env {
+        hasher.update(format!("{key}={value}").as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let tag = digest.iter().take(8).fold(String::new(), |mut out, b| {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{b:02x}");
+        out
+    });
+    format!(
+        "forge.local/template/{}:{tag}",
+        repository_part(&template.name)
+    )
+}
+
+/// A template name as one lower-case repository path component.
+fn repository_part(name: &str) -> String {
+    let mapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed = mapped.trim_matches('-');
+    if trimmed.is_empty() {
+        "template".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// The lease holder that stands for a template.
+fn template_holder(name: &str) -> String {
+    format!("template-{}", repository_part(name))
 }
 
 /// What [`Manager::reconcile`] did.

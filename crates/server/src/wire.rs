@@ -371,3 +371,113 @@ pub struct ProcessSignal {
     /// A signal number or name (`TERM`, `SIGKILL`, `9`); `TERM` when empty.
     pub signal: String,
 }
+
+/// An image in the store (a Forge addition).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Image {
+    /// The name as people write it: `alpine:latest`.
+    pub name: String,
+    /// Fully qualified: `docker.io/library/alpine:latest`.
+    pub reference: String,
+    /// Digest of the image's configuration.
+    pub id: String,
+    /// Digest of the manifest it was pulled by.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub digest: Option<String>,
+    pub layers: usize,
+    pub size_bytes: u64,
+    pub created_at: String,
+    /// `host`, `registry`, `archive`, `debian`, `snapshot` or `template`.
+    pub source: String,
+    /// Where it came from: the registry, archive path, suite, sandbox or template.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub origin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub parent: Option<String>,
+}
+
+impl From<forge_types::ImageInfo> for Image {
+    fn from(info: forge_types::ImageInfo) -> Self {
+        use forge_types::ImageSource;
+        let origin = match &info.source {
+            ImageSource::Host => None,
+            ImageSource::Registry { registry } => Some(registry.clone()),
+            ImageSource::Archive { path, .. } => Some(path.clone()),
+            ImageSource::Debian { suite, packages } if packages.is_empty() => Some(suite.clone()),
+            ImageSource::Debian { suite, packages } => {
+                Some(format!("{suite} + {}", packages.join(",")))
+            }
+            ImageSource::Snapshot { sandbox } => Some(sandbox.clone()),
+            ImageSource::Template { template } => Some(template.clone()),
+        };
+        Self {
+            source: info.source.kind().to_owned(),
+            name: info.name,
+            reference: info.reference,
+            id: info.id,
+            digest: info.digest,
+            layers: info.layers,
+            size_bytes: info.size_bytes,
+            created_at: info.created_at,
+            origin,
+            parent: info.parent,
+        }
+    }
+}
+
+/// `POST /images/pull`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PullRequest {
+    /// `alpine:latest`, `ghcr.io/org/tool:1`, `name@sha256:…`.
+    pub reference: String,
+}
+
+/// `POST /images/build`: a Debian root file system built with `mmdebstrap`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct BuildRequest {
+    /// Name of the image to create.
+    pub name: String,
+    /// Debian suite; `bookworm` when empty.
+    pub suite: String,
+    pub packages: Vec<String>,
+    /// `essential`, `apt` (the default), `required`, `minbase` or `important`.
+    pub variant: String,
+    /// Debian mirror URL; the host's when empty.
+    pub mirror: String,
+}
+
+/// `POST /sandboxes/{id}/snapshot`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SnapshotRequest {
+    /// Name of the new image; `snapshot/<sandbox id>:<unix time>` when empty.
+    pub name: String,
+}
+
+/// `POST /sandboxes/{id}/fork`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ForkRequest {
+    /// Lifetime of the fork, as a Go duration; the server's default when empty.
+    pub ttl: String,
+}
+
+/// What removing or pruning images freed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ImagesPruned {
+    pub images: Vec<String>,
+    pub layers: usize,
+    pub freed_bytes: u64,
+}
+
+impl From<forge_types::PruneReport> for ImagesPruned {
+    fn from(report: forge_types::PruneReport) -> Self {
+        Self {
+            images: report.images,
+            layers: report.layers,
+            freed_bytes: report.freed_bytes,
+        }
+    }
+}

@@ -40,8 +40,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let default_data = crate::settings::data_dir(&crate::cli::DataDirArg { data_dir: None })?;
     let env = |name: &str| std::env::var(name).ok();
     let config: ServerConfig = config::load(file.as_deref(), &env, &overrides, default_data)?;
-    let backend = JailBackend::new(JailConfig::new(&config.data_dir))
-        .context("cannot set up the sandbox backend")?;
+    let backend = JailBackend::new(JailConfig {
+        registries: config.registries.clone(),
+        ..JailConfig::new(&config.data_dir)
+    })
+    .context("cannot set up the sandbox backend")?;
     for note in backend.host_notes() {
         output::warning(&note);
     }

@@ -37,7 +37,7 @@ impl Ctx {
             .join(format!("layout-{}", name.replace([':', '/'], "-")));
         image.write_oci_layout(&layout, "t");
         self.backend
-            .images()
+            .image_store()
             .import(&layout, Some(name), &NoProgress)
             .expect("import")
             .remove(0)
@@ -87,10 +87,10 @@ async fn a_sandbox_runs_on_its_image_layers() {
         assert_ne!(denied.exit_code, 0, "{attempt}");
     }
     // Nothing reached the layer on disk.
-    let image = ctx.backend.images().get("app:1").expect("image");
+    let image = ctx.backend.image_store().get("app:1").expect("image");
     let readme = ctx
         .backend
-        .images()
+        .image_store()
         .layer_dir(&image.layers[0])
         .join("usr/share/readme");
     assert_eq!(
@@ -187,7 +187,7 @@ async fn a_fork_starts_from_the_original_and_then_goes_its_own_way() {
     // The fork's private image is not listed and goes with the fork.
     let listed: Vec<String> = ctx
         .backend
-        .images()
+        .image_store()
         .list()
         .expect("list")
         .iter()
@@ -197,7 +197,7 @@ async fn a_fork_starts_from_the_original_and_then_goes_its_own_way() {
     ctx.backend.destroy(&fork).await.expect("destroy fork");
     assert!(
         ctx.backend
-            .images()
+            .image_store()
             .find(&info.spec.image)
             .expect("find")
             .is_none()
@@ -211,7 +211,7 @@ async fn layers_stay_while_a_sandbox_uses_them() {
     let ctx = Ctx::new();
     let image = ctx.import(&app_image(), "app:1");
     let id = ctx.on("app:1").await;
-    let store = ctx.backend.images();
+    let store = ctx.backend.image_store();
     let refused = store.remove("app:1", false).expect_err("in use");
     assert_eq!(
         refused.to_string(),

@@ -5,6 +5,7 @@ mod docs;
 mod events;
 mod exec;
 mod files;
+mod images;
 mod processes;
 mod sandboxes;
 mod system;
@@ -36,6 +37,7 @@ use crate::middleware;
         (name = "files", description = "Files inside a sandbox"),
         (name = "processes", description = "Background processes and terminals"),
         (name = "templates", description = "Sandbox templates and their warm pools"),
+        (name = "images", description = "The image store: pull, import, build, remove, prune"),
         (name = "system", description = "Health, metrics, providers, pool, snapshots, events")
     )
 )]
@@ -51,6 +53,14 @@ pub(crate) fn router(state: AppState) -> Router {
         .routes(routes!(sandboxes::get, sandboxes::destroy))
         .routes(routes!(sandboxes::extend))
         .routes(routes!(sandboxes::logs))
+        .routes(routes!(sandboxes::snapshot))
+        .routes(routes!(sandboxes::fork))
+        .routes(routes!(images::list))
+        .routes(routes!(images::pull))
+        .routes(routes!(images::import))
+        .routes(routes!(images::build))
+        .routes(routes!(images::prune))
+        .routes(routes!(images::get, images::remove))
         .routes(routes!(exec::exec))
         .routes(routes!(exec::exec_ws))
         .routes(routes!(
@@ -146,8 +156,14 @@ pub(crate) fn router(state: AppState) -> Router {
 }
 
 /// Handlers in different modules share names (`list`, `get`); operation ids must be unique,
-/// so each is prefixed with its tag (`sandboxes_list`, `templates_list`).
+/// so each is prefixed with its tag (`sandboxes_list`, `templates_list`). Axum's catch-all
+/// segments (`{*name}`) are plain parameters in OpenAPI.
 fn unique_operation_ids(spec: &mut utoipa::openapi::OpenApi) {
+    let paths = std::mem::take(&mut spec.paths.paths);
+    spec.paths.paths = paths
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
     for item in spec.paths.paths.values_mut() {
         for operation in [
             &mut item.get,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::Json;
+use crate::extract::{Json, OptionalJson};
 use crate::manager::{Manager, PROVIDER, SpawnParams};
 use crate::time::rfc3339;
 use crate::wire;
@@ -193,4 +193,42 @@ pub(crate) async fn logs(
             })
             .collect(),
     ))
+}
+
+/// Save the sandbox's file system as an image (a Forge addition); the sandbox keeps running.
+#[utoipa::path(post, path = "/sandboxes/{id}/snapshot", tag = "sandboxes", params(("id" = String, Path)), request_body = wire::SnapshotRequest,
+    responses((status = 201, body = wire::Image), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+pub(crate) async fn snapshot(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    OptionalJson(request): OptionalJson<wire::SnapshotRequest>,
+) -> Result<(StatusCode, axum::Json<wire::Image>), ApiError> {
+    let record = state.manager().live(&id).await?;
+    let sandbox = Manager::parse_id(&id)?;
+    let name = if request.name.trim().is_empty() {
+        format!("snapshot/{}:{}", record.id, crate::time::now_ms() / 1000)
+    } else {
+        request.name.trim().to_owned()
+    };
+    let image = state.manager().backend().snapshot(&sandbox, &name).await?;
+    state.manager().events().publish(
+        "sandbox.snapshot",
+        Some(&record.id),
+        Some(serde_json::json!({"image": image.name, "layers": image.layers})),
+    );
+    Ok((StatusCode::CREATED, axum::Json(image.into())))
+}
+
+/// Start a new sandbox from a copy-on-write copy of this one's file system (a Forge
+/// addition); writes on either side stay on that side.
+#[utoipa::path(post, path = "/sandboxes/{id}/fork", tag = "sandboxes", params(("id" = String, Path)), request_body = wire::ForkRequest,
+    responses((status = 201, body = wire::Sandbox), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 503, body = wire::ErrorBody)))]
+pub(crate) async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    OptionalJson(request): OptionalJson<wire::ForkRequest>,
+) -> Result<(StatusCode, axum::Json<wire::Sandbox>), ApiError> {
+    let ttl = ttl_field("ttl", &request.ttl)?;
+    let record = state.manager().fork(&id, ttl).await?;
+    Ok((StatusCode::CREATED, axum::Json(to_wire(&record))))
 }

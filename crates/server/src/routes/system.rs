@@ -119,10 +119,34 @@ pub(crate) async fn test_providers(
     axum::Json(BTreeMap::from([(PROVIDER.to_owned(), healthy)]))
 }
 
-/// Snapshots (none until images and snapshots land).
+/// Images made from sandboxes (`POST /sandboxes/{id}/snapshot`), oldest first.
 #[utoipa::path(get, path = "/snapshots", tag = "system", responses((status = 200, body = [wire::SnapshotSummary])))]
-pub(crate) async fn snapshots() -> axum::Json<Vec<wire::SnapshotSummary>> {
-    axum::Json(Vec::new())
+pub(crate) async fn snapshots(
+    State(state): State<AppState>,
+) -> Result<axum::Json<Vec<wire::SnapshotSummary>>, ApiError> {
+    let Some(store) = state.manager().backend().images() else {
+        return Ok(axum::Json(Vec::new()));
+    };
+    let images = tokio::task::spawn_blocking(move || store.list())
+        .await
+        .map_err(|e| ApiError::internal("list snapshots", &e))?
+        .map_err(ApiError::from)?;
+    let mut snapshots: Vec<(jiff::Timestamp, wire::SnapshotSummary)> = images
+        .into_iter()
+        .filter(|i| matches!(i.source, forge_types::ImageSource::Snapshot { .. }))
+        .map(|i| {
+            (
+                i.created_at,
+                wire::SnapshotSummary {
+                    image: i.name(),
+                    provider: PROVIDER.to_owned(),
+                    created_at: i.created_at.to_string(),
+                },
+            )
+        })
+        .collect();
+    snapshots.sort_by_key(|(at, _)| *at);
+    Ok(axum::Json(snapshots.into_iter().map(|(_, s)| s).collect()))
 }
 
 /// The live-sandbox cap and the warm pools.

@@ -199,10 +199,14 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<axum::Json<wire::Status>, ApiError> {
+    let record = state.manager().store().get_template(&name).await?;
     if !state.manager().store().delete_template(&name).await? {
         return Err(ApiError::not_found(format!("template {name:?} not found")));
     }
     state.manager().configure_pool(None, &name).await;
+    if let Some(record) = record {
+        state.manager().forget_template(&record).await;
+    }
     Ok(axum::Json(wire::Status::new("deleted")))
 }
 

@@ -27,7 +27,15 @@ struct Ctx {
 impl Ctx {
     async fn new(configure: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = forge_test_support::data_dir();
-        let backend = JailBackend::new(JailConfig::new(dir.path())).unwrap();
+        // Handler tests never reach out to public registries.
+        let backend = JailBackend::new(JailConfig {
+            registries: forge_image::RegistryConfig {
+                pull_missing: false,
+                ..forge_image::RegistryConfig::default()
+            },
+            ..JailConfig::new(dir.path())
+        })
+        .unwrap();
         let store = forge_store::Store::open_in_memory().await.unwrap();
         let mut config = ServerConfig::new(dir.path());
         configure(&mut config);
@@ -189,7 +197,7 @@ async fn bad_input_gets_clear_json_errors() {
                 400,
                 error(
                     "BAD_REQUEST",
-                    "unknown image \"alpine:latest\"; available images: host"
+                    "image alpine:latest is not in the store; fetch it with `forge image pull alpine:latest` or load an archive with `forge image import FILE`"
                 )
             ),
             (
