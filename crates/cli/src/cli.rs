@@ -34,9 +34,16 @@ pub(crate) enum Command {
     Kill(KillArgs),
     /// Destroy a server's expired sandboxes.
     Prune(ClientArgs),
+    /// Save a sandbox on a server as an image.
+    Snapshot(SnapshotArgs),
+    /// Start a copy-on-write copy of a sandbox on a server.
+    Fork(ForkArgs),
     /// Run commands in sandboxes.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Manage images: pull from registries, import archives, build Debian images.
+    #[command(subcommand)]
+    Image(ImageCommand),
     /// Show what this host supports for sandboxes, and try one.
     Doctor(DoctorArgs),
     /// Measure Forge against baselines in the same run.
@@ -49,6 +56,112 @@ pub(crate) enum SandboxCommand {
     /// Run one command in a fresh sandbox, stream its output, exit with its exit code and
     /// remove the sandbox (like `docker run --rm`).
     Run(Box<RunArgs>),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ImageCommand {
+    /// List images (the built-in host base first).
+    Ls {
+        #[command(flatten)]
+        store: ImageArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pull an image from its registry (or a configured mirror).
+    Pull {
+        #[command(flatten)]
+        store: ImageArgs,
+        /// Such as alpine:latest, ghcr.io/org/tool:1 or name@sha256:….
+        reference: String,
+        /// Platform to take from multi-platform images, such as linux/arm64.
+        #[arg(long, value_name = "OS/ARCH")]
+        platform: Option<String>,
+    },
+    /// Import a `docker save` / `podman save` archive or an OCI layout (directory or tar).
+    Import(ImageImportArgs),
+    /// Build a Debian image with mmdebstrap from this machine's Debian mirror.
+    Build(ImageBuildArgs),
+    /// Remove images; layers nothing else uses are deleted.
+    Rm {
+        #[command(flatten)]
+        store: ImageArgs,
+        /// Names or id prefixes.
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Remove even images sandboxes or templates use (their layers stay until they go).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete what nothing uses: forks' leftover images, unreferenced layers and blobs.
+    Prune {
+        #[command(flatten)]
+        store: ImageArgs,
+    },
+}
+
+/// Where the image store is, and where registry settings come from.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ImageArgs {
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
+    /// Config file whose [images] table sets mirrors, plain-HTTP registries and credentials
+    /// (default: as for `forge serve`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImageImportArgs {
+    #[command(flatten)]
+    pub(crate) store: ImageArgs,
+    /// The archive (tar, possibly compressed) or OCI layout directory.
+    pub(crate) file: PathBuf,
+    /// Name for the image (required when the archive names none).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImageBuildArgs {
+    #[command(flatten)]
+    pub(crate) store: ImageArgs,
+    /// Name of the image to create.
+    pub(crate) name: String,
+    /// Debian suite.
+    #[arg(long, default_value = "bookworm")]
+    pub(crate) suite: String,
+    /// Packages to install, comma-separated or repeated.
+    #[arg(long, value_name = "PKG,…")]
+    pub(crate) packages: Vec<String>,
+    /// Package set to start from: essential, apt, required, minbase or important.
+    #[arg(long, default_value = "apt")]
+    pub(crate) variant: String,
+    /// Debian mirror URL (default: the one apt on this machine uses).
+    #[arg(long, value_name = "URL")]
+    pub(crate) mirror: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SnapshotArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// The sandbox to save.
+    pub(crate) id: String,
+    /// Name of the new image (default: snapshot/<id>:<time>).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ForkArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// The sandbox to copy.
+    pub(crate) id: String,
+    /// Lifetime of the copy, such as 30m (default: the server's).
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) ttl: Option<String>,
 }
 
 /// Where sandboxes keep their state.
@@ -76,9 +189,13 @@ pub(crate) struct RunArgs {
     /// Host directory to mount at /workspace (the command starts there).
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
-    /// Image to start from.
+    /// Image to start from (pulled first when it is not in the store).
     #[arg(long, default_value = "host")]
     pub(crate) image: String,
+    /// Config file whose [images] table sets registries and mirrors (default: as for
+    /// `forge serve`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
     /// Network mode: none (loopback only), allowlist or open.
     #[arg(long, default_value = "none")]
     pub(crate) network: String,

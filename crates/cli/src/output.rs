@@ -58,3 +58,28 @@ pub(crate) fn raw(stderr: bool, data: &[u8]) -> std::io::Result<()> {
 pub(crate) fn line(text: &str) {
     println!("{text}");
 }
+
+/// A table on stdout: a header row, then the rows, columns padded to their widest cell.
+pub(crate) fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let render = |cells: Vec<&str>| {
+        let mut line = String::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        line.trim_end().to_owned()
+    };
+    println!("{}", render(header.to_vec()));
+    for row in rows {
+        println!("{}", render(row.iter().map(String::as_str).collect()));
+    }
+}

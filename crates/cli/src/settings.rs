@@ -1,6 +1,7 @@
-//! Resolving settings the command line leaves open (the data directory).
+//! Resolving settings the command line leaves open: the data directory, the config file
+//! and what it says about registries.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -22,4 +23,35 @@ pub(crate) fn data_dir(arg: &DataDirArg) -> anyhow::Result<PathBuf> {
     let home = std::env::var_os("HOME")
         .context("HOME is not set; pass --data-dir or set FORGE_DATA_DIR")?;
     Ok(PathBuf::from(home).join(".local/share/forge"))
+}
+
+/// The config file: the flag, `FORGE_CONFIG`, or the first of the default places that
+/// exists (`/etc/forge/config.toml` for root, `~/.config/forge/config.toml` otherwise).
+pub(crate) fn config_file(flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(file) = flag {
+        return Some(file.to_owned());
+    }
+    if let Some(file) = std::env::var_os(forge_server::config::ENV_CONFIG) {
+        return Some(PathBuf::from(file));
+    }
+    let default = if rustix::process::geteuid().is_root() {
+        PathBuf::from("/etc/forge/config.toml")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?).join(".config/forge/config.toml")
+    };
+    default.is_file().then_some(default)
+}
+
+/// Registries, mirrors and credentials from the config file (the `[images]` table that
+/// `forge serve` reads too), so that the CLI pulls the way the server does.
+pub(crate) fn registries(flag: Option<&Path>) -> anyhow::Result<forge_image::RegistryConfig> {
+    let file = config_file(flag);
+    let env = |name: &str| std::env::var(name).ok();
+    let config = forge_server::config::load(
+        file.as_deref(),
+        &env,
+        &forge_server::config::Overrides::default(),
+        PathBuf::from("/"),
+    )?;
+    Ok(config.registries)
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::cli::{ClientArgs, ExecArgs, KillArgs, SpawnArgs};
+use crate::cli::{ClientArgs, ExecArgs, ForkArgs, KillArgs, SnapshotArgs, SpawnArgs};
 use crate::output;
 
 /// A client for one server.
@@ -302,6 +302,48 @@ pub(crate) async fn prune(args: ClientArgs) -> anyhow::Result<ExitCode> {
         output::line(&pruned.to_string());
     } else {
         output::note(&format!("{} expired sandboxes destroyed", pruned["pruned"]));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.client)?;
+    let body = json!({"name": args.name.clone().unwrap_or_default()});
+    let image: Value = client
+        .send(
+            client
+                .http
+                .post(client.url(&format!("/sandboxes/{}/snapshot", args.id)))
+                .json(&body),
+        )
+        .await?
+        .json()
+        .await?;
+    if client.json {
+        output::line(&serde_json::to_string_pretty(&image)?);
+    } else {
+        output::line(image["name"].as_str().unwrap_or("?"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn fork(args: ForkArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.client)?;
+    let body = json!({"ttl": args.ttl.clone().unwrap_or_default()});
+    let sandbox: Value = client
+        .send(
+            client
+                .http
+                .post(client.url(&format!("/sandboxes/{}/fork", args.id)))
+                .json(&body),
+        )
+        .await?
+        .json()
+        .await?;
+    if client.json {
+        output::line(&serde_json::to_string_pretty(&sandbox)?);
+    } else {
+        output::line(sandbox["id"].as_str().unwrap_or("?"));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,6 +4,7 @@ mod bench;
 mod bench_server;
 mod client;
 mod doctor;
+mod image;
 mod sandbox;
 mod serve;
 
@@ -34,7 +35,10 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Kill(args) => client::kill(args).await,
         Command::Prune(args) => client::prune(args).await,
+        Command::Snapshot(args) => client::snapshot(args).await,
+        Command::Fork(args) => client::fork(args).await,
         Command::Sandbox(SandboxCommand::Run(args)) => sandbox::run(args).await,
+        Command::Image(command) => image::run(command).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,
         Command::Bench(BenchCommand::Server(args)) => bench_server::server(args).await,

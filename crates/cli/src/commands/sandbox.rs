@@ -106,8 +106,11 @@ pub(crate) async fn run(args: Box<RunArgs>) -> anyhow::Result<ExitCode> {
         Some(data)
     };
     let data_dir = crate::settings::data_dir(&args.data)?;
-    let backend = JailBackend::new(JailConfig::new(&data_dir))
-        .context("cannot set up the sandbox backend")?;
+    let backend = JailBackend::new(JailConfig {
+        registries: crate::settings::registries(args.config.as_deref())?,
+        ..JailConfig::new(&data_dir)
+    })
+    .context("cannot set up the sandbox backend")?;
     let info = backend
         .create(spec)
         .await

@@ -1,6 +1,5 @@
 //! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -12,25 +11,8 @@ use forge_server::{AppState, ServerConfig};
 use crate::cli::ServeArgs;
 use crate::output;
 
-/// The config file: the flag, `FORGE_CONFIG`, or the first of the default places that
-/// exists.
-fn config_file(args: &ServeArgs) -> Option<PathBuf> {
-    if let Some(file) = &args.config {
-        return Some(file.clone());
-    }
-    if let Some(file) = std::env::var_os(config::ENV_CONFIG) {
-        return Some(PathBuf::from(file));
-    }
-    let default = if rustix::process::geteuid().is_root() {
-        PathBuf::from("/etc/forge/config.toml")
-    } else {
-        PathBuf::from(std::env::var_os("HOME")?).join(".config/forge/config.toml")
-    };
-    default.is_file().then_some(default)
-}
-
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let file = config_file(&args);
+    let file = crate::settings::config_file(args.config.as_deref());
     let overrides = Overrides {
         listen: args.listen.clone(),
         api_key: args.api_key.clone(),
