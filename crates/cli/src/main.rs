@@ -13,6 +13,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     // The sandbox helper is this same binary; it must start before any thread exists.
     forge_sandbox::run_if_helper();
+    // One TLS provider for every HTTP client of the process (registries, the API client).
+    forge_image::install_tls_provider();
     let cli = cli::Cli::parse();
     output::init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -33,3 +33,11 @@ pub use store::{Base, Image, ImageStore, Lease, RunConfig, TempDir};
 
 /// The name of the built-in base assembled from the host's system directories.
 pub const HOST_IMAGE: &str = forge_types::sandbox::HOST_IMAGE;
+
+/// Makes `ring` the process's TLS provider. The HTTP client is built without a built-in
+/// provider (to avoid a second, C-based crypto library), and that choice applies to every
+/// HTTP client in the process, so a binary calls this once at start, before it builds any.
+/// Later calls do nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -100,8 +100,7 @@ impl RegistryConfig {
     }
 
     fn client(&self, endpoints: &[String]) -> Client {
-        // Installs the TLS provider once per process; a second install is refused harmlessly.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::install_tls_provider();
         let mut plain: Vec<String> = self.insecure.clone();
         plain.extend(
             endpoints

@@ -7,6 +7,13 @@
     reason = "an integration test crate is all tests, and a test fails by panicking"
 )]
 
+/// HTTP clients here share the binary's TLS provider choice (see
+/// `forge_image::install_tls_provider`); it is made before any test runs.
+#[ctor::ctor(unsafe)]
+fn install_tls_provider() {
+    forge_image::install_tls_provider();
+}
+
 mod api;
 mod crash;
 mod load;

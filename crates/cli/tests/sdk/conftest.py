@@ -11,7 +11,9 @@ Run:
     pip install -r crates/cli/tests/sdk/requirements.txt
     FORGE_URL=http://127.0.0.1:7423 pytest crates/cli/tests/sdk
 
-Forge's only image for now is "host": every spawn in this suite passes it.
+Most tests spawn on image "host" (the base Forge assembles from the host, which needs no
+download); test_forgevm_images.py uses the SDK's own default, alpine:latest, through a
+registry mirror.
 """
 
 from __future__ import annotations
