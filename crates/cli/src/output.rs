@@ -61,6 +61,7 @@ pub(crate) fn line(text: &str) {
 
 /// A table on stdout: a header row, then the rows, columns padded to their widest cell.
 pub(crate) fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    use std::fmt::Write as _;
     let mut widths = header.map(str::len);
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -73,7 +74,7 @@ pub(crate) fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
             if i + 1 == N {
                 line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<width$}  "));
+                let _ = write!(line, "{cell:<width$}  ");
             }
         }
         line.trim_end().to_owned()
