@@ -229,6 +229,23 @@ pub(crate) enum BenchCommand {
     /// What the HTTP API adds: spawn + exec + destroy, warm exec and exec throughput over
     /// HTTP, each against the same backend called directly.
     Server(BenchServerArgs),
+    /// A cold start on an image's layers against one on the host base.
+    Image(BenchImageArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchImageArgs {
+    /// The image to start (pull or import it first).
+    #[arg(long)]
+    pub(crate) image: String,
+    /// Cold starts of each.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) iterations: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
 }
 
 #[derive(Debug, Args)]

@@ -147,6 +147,9 @@ pub(crate) struct LayerMeta {
 pub struct Lease {
     pub image: String,
     pub layers: Vec<String>,
+    /// The image is a fork's private one, removed with its last holder.
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -330,13 +333,16 @@ impl ImageStore {
         let lease = Lease {
             image: image.reference.clone(),
             layers: image.layers.clone(),
+            hidden: image.hidden,
         };
         let path = self.lease_path(holder)?;
         let bytes = serde_json::to_vec(&lease).map_err(|source| ImageError::Index {
             path: path.clone(),
             source,
         })?;
-        write_atomic(&path, &bytes)
+        // Renamed into place but not synced: a lease only matters while its holder runs,
+        // and no sandbox outlives a power loss.
+        write_replace(&path, &bytes, false)
     }
 
     /// Drops `holder`'s lease and deletes what only it was keeping: a fork's private image
@@ -348,6 +354,14 @@ impl ImageStore {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(err) => return Err(ImageError::io("read", &path)(err)),
         };
+        if lease.as_ref().is_some_and(|l| !l.hidden) {
+            // Nothing goes with an ordinary image's last user: dropping the lease is all.
+            return match fs::remove_file(&path) {
+                Ok(()) => Ok(()),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(err) => Err(ImageError::io("remove", &path)(err)),
+            };
+        }
         let _lock = self.lock()?;
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -677,21 +691,35 @@ fn open_up(dir: &Path) {
     }
 }
 
-/// Writes `bytes` to `path` so that readers see the old content or the new, never a part:
-/// a temporary file beside it, fsync, rename, fsync of the directory.
+/// Writes `bytes` to `path` so that readers see the old content or the new, never a part,
+/// and a crash leaves one of them: a temporary file beside it, fsync, rename, fsync of the
+/// directory.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
+    write_replace(path, bytes, true)
+}
+
+/// Like [`write_atomic`]; with `durable` false, without the fsyncs (readers still never see
+/// a part, but a power loss may lose the write).
+fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> Result<(), ImageError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let write = || -> std::io::Result<()> {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        if durable {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     };
     write().map_err(|err| {
         let _ = std::fs::remove_file(&tmp);

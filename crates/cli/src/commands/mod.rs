@@ -1,6 +1,7 @@
 //! One module per command; each turns parsed arguments into calls on the libraries.
 
 mod bench;
+mod bench_image;
 mod bench_server;
 mod client;
 mod doctor;
@@ -42,5 +43,6 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::run(args).await,
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,
         Command::Bench(BenchCommand::Server(args)) => bench_server::server(args).await,
+        Command::Bench(BenchCommand::Image(args)) => bench_image::image(args).await,
     }
 }
