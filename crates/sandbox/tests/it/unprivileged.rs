@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use forge_sandbox::{Backend, JailBackend, JailConfig};
+use forge_test_support::oci::{Layer, TestImage};
 use forge_types::{ExecRequest, SandboxSpec};
 use pretty_assertions::assert_eq;
 
@@ -67,7 +68,7 @@ async fn inner() {
         return;
     };
     assert!(!rustix::process::geteuid().is_root());
-    let backend = JailBackend::new(JailConfig::new(data)).unwrap();
+    let backend = JailBackend::new(JailConfig::new(&data)).unwrap();
     let info = backend.create(SandboxSpec::default()).await.unwrap();
     let missing: Vec<&String> = info
         .degraded
@@ -103,6 +104,41 @@ async fn inner() {
             .unwrap(),
         vec![1, 2, 3]
     );
+    backend.destroy(&info.id).await.unwrap();
+
+    // Images too: their layers belong to this user, who is root inside.
+    let layout = std::path::Path::new(&data).join("layout");
+    TestImage::new(vec![
+        Layer::busybox().file("etc/motd", "base"),
+        Layer::new().whiteout("etc/motd").file("etc/added", "added"),
+    ])
+    .write_oci_layout(&layout, "t");
+    backend
+        .image_store()
+        .import(&layout, Some("mine:1"), &forge_image::NoProgress)
+        .unwrap();
+    let info = backend
+        .create(SandboxSpec {
+            image: "mine:1".into(),
+            ..SandboxSpec::default()
+        })
+        .await
+        .unwrap();
+    let result = backend
+        .exec(
+            &info.id,
+            ExecRequest::shell(
+                "stat -c %u /bin/busybox; cat /etc/added; test -e /etc/motd || echo gone; echo x > /etc/new && cat /etc/new",
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (text(&result.stdout), text(&result.stderr)),
+        ("0\naddedgone\nx\n".to_owned(), String::new())
+    );
+    let snapshot = backend.snapshot(&info.id, "mine:2").await.unwrap();
+    assert_eq!(snapshot.layers, 3);
     backend.destroy(&info.id).await.unwrap();
     backend.settle().await.unwrap();
 }
