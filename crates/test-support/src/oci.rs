@@ -386,6 +386,14 @@ pub fn write_multi_platform_layout(dir: &Path, tag: &str, images: &[TestImage]) 
     index_digest
 }
 
+/// The user a password-protected [`Registry`] accepts.
+pub const REGISTRY_USER: &str = "forge";
+/// Its password.
+pub const REGISTRY_PASSWORD: &str = "forge-test-password";
+/// bcrypt of [`REGISTRY_PASSWORD`], as `htpasswd -B` writes it.
+const REGISTRY_PASSWORD_BCRYPT: &str =
+    "$2a$04$xG4Pp8JuF3Bnzqq794MqTOlx5S3Wt1s5FEV6P.cyPjnEZERdhPjTe";
+
 /// A `docker-registry` serving on a free loopback port, stopped on drop.
 #[derive(Debug)]
 pub struct Registry {
@@ -393,23 +401,46 @@ pub struct Registry {
     /// `127.0.0.1:PORT`.
     pub address: String,
     storage: tempfile::TempDir,
+    /// `user:password` when the registry wants basic authentication.
+    credentials: Option<String>,
 }
 
 impl Registry {
     /// Starts a registry (with no authentication) and waits until it answers.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// Starts a registry that wants [`REGISTRY_USER`] and [`REGISTRY_PASSWORD`] (HTTP basic
+    /// authentication, from an htpasswd file).
+    pub fn start_with_password() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(password: bool) -> Self {
+        use std::fmt::Write as _;
         let storage = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let address = format!("127.0.0.1:{port}");
         let config = storage.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
-                storage.path().join("data").display()
-            ),
-        )
-        .expect("registry config");
+        let mut yaml = format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n",
+            storage.path().join("data").display()
+        );
+        if password {
+            let htpasswd = storage.path().join("htpasswd");
+            std::fs::write(
+                &htpasswd,
+                format!("{REGISTRY_USER}:{REGISTRY_PASSWORD_BCRYPT}\n"),
+            )
+            .expect("htpasswd");
+            let _ = write!(
+                yaml,
+                "auth:\n  htpasswd:\n    realm: forge-test\n    path: {}\n",
+                htpasswd.display()
+            );
+        }
+        std::fs::write(&config, yaml).expect("registry config");
         #[expect(
             clippy::disallowed_methods,
             reason = "a test fixture: the registry a pull test talks to"
@@ -427,6 +458,7 @@ impl Registry {
             child,
             address,
             storage,
+            credentials: password.then(|| format!("{REGISTRY_USER}:{REGISTRY_PASSWORD}")),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(&registry.address).is_err() {
@@ -443,8 +475,12 @@ impl Registry {
             clippy::disallowed_methods,
             reason = "a test fixture: skopeo pushes the test's image"
         )]
-        let output = std::process::Command::new("skopeo")
-            .args(["copy", "--all", "--dest-tls-verify=false", "--quiet"])
+        let mut command = std::process::Command::new("skopeo");
+        command.args(["copy", "--all", "--dest-tls-verify=false", "--quiet"]);
+        if let Some(credentials) = &self.credentials {
+            command.arg(format!("--dest-creds={credentials}"));
+        }
+        let output = command
             .arg(format!("oci:{}:{tag}", layout.display()))
             .arg(format!("docker://{}/{repo}:{tag}", self.address))
             .output()

@@ -198,3 +198,48 @@ async fn docker_hub_names_are_pulled_through_a_mirror() {
         .expect("release");
     assert_eq!(release, "3.20.0");
 }
+
+#[tokio::test]
+async fn a_registry_that_wants_a_password_gets_the_configured_one() {
+    let registry = Registry::start_with_password();
+    let layout = tempfile::tempdir().expect("tempdir");
+    TestImage::new(vec![Layer::busybox()]).write_oci_layout(layout.path(), "1");
+    registry.push(layout.path(), "1", "private/app");
+    let name = format!("{}/private/app:1", registry.address);
+
+    let anonymous = Ctx::new();
+    let err = anonymous.store.pull(&name, &NoProgress).await.unwrap_err();
+    assert!(
+        matches!(err, ImageError::Registry { .. }) && err.to_string().contains("not authorized"),
+        "{err}"
+    );
+
+    let wrong = Ctx::with(RegistryConfig {
+        credentials: BTreeMap::from([(
+            registry.address.clone(),
+            forge_image::Credentials {
+                username: oci::REGISTRY_USER.into(),
+                password: "wrong".into(),
+            },
+        )]),
+        ..RegistryConfig::default()
+    });
+    let err = wrong.store.pull(&name, &NoProgress).await.unwrap_err();
+    assert!(err.to_string().contains("not authorized"), "{err}");
+    // The password never shows in messages or debug output.
+    let config = format!("{:?}", wrong.store.registries());
+    assert!(!config.contains("wrong"), "{config}");
+
+    let right = Ctx::with(RegistryConfig {
+        credentials: BTreeMap::from([(
+            registry.address.clone(),
+            forge_image::Credentials {
+                username: oci::REGISTRY_USER.into(),
+                password: oci::REGISTRY_PASSWORD.into(),
+            },
+        )]),
+        ..RegistryConfig::default()
+    });
+    let image = right.store.pull(&name, &NoProgress).await.expect("pull");
+    assert_eq!(image.layers.len(), 1);
+}
