@@ -5,9 +5,12 @@
 //! since timings on shared machines only compare within one run.
 //!
 //! Client, server and sandboxes share this machine's cores, so the HTTP figures include the
-//! client's own work (serialising the request, parsing the answer), as an SDK user sees it.
+//! client's own work (building the request, parsing the answer), as an SDK user sees it. To
+//! tell the two apart, the warm requests are also written by hand on a plain socket: that
+//! path costs the server and the loopback only.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,13 +20,15 @@ use forge_sandbox::{Backend, JailBackend, JailConfig};
 use forge_server::{AppState, ServerConfig};
 use forge_types::{ExecRequest, SandboxId, SandboxSpec};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
 use super::bench::{Summary, progress, summarise};
 use crate::cli::BenchServerArgs;
 use crate::output;
 
-/// Added latency the HTTP API may cost a warm exec at p50, in milliseconds.
+/// Latency the HTTP API may add to a warm exec at p50, in milliseconds.
 const ADDED_P50_TARGET_MS: f64 = 0.3;
 /// Execs per second the HTTP API should sustain across many sandboxes.
 const THROUGHPUT_TARGET: f64 = 1000.0;
@@ -104,18 +109,83 @@ impl Api {
     }
 }
 
+/// HTTP/1.1 written by hand on one kept-alive socket: no client library, so what it
+/// measures is the server, the kernel's loopback and the wake-ups between them.
+struct RawHttp {
+    stream: TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl RawHttp {
+    async fn connect(addr: SocketAddr) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .with_context(|| format!("cannot connect to {addr}"))?;
+        // Each request is one write; without this, Nagle could hold the next one back.
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            buffer: Vec::with_capacity(4096),
+        })
+    }
+
+    fn get(addr: SocketAddr, path: &str) -> Vec<u8> {
+        format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").into_bytes()
+    }
+
+    fn post(addr: SocketAddr, path: &str, body: &Value) -> Vec<u8> {
+        let body = body.to_string();
+        format!(
+            "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// Sends a request and reads its whole answer; returns the body of a 200.
+    async fn round_trip(&mut self, request: &[u8]) -> anyhow::Result<&[u8]> {
+        self.stream.write_all(request).await?;
+        self.buffer.clear();
+        let mut chunk = [0_u8; 4096];
+        loop {
+            let read = self.stream.read(&mut chunk).await?;
+            anyhow::ensure!(read > 0, "the server closed the connection");
+            self.buffer.extend_from_slice(&chunk[..read]);
+            let Some(end) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&self.buffer[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or(0);
+            if self.buffer.len() < end + 4 + length {
+                continue;
+            }
+            anyhow::ensure!(
+                head.starts_with("http/1.1 200"),
+                "the server answered {}",
+                head.lines().next().unwrap_or("")
+            );
+            return Ok(&self.buffer[end + 4..end + 4 + length]);
+        }
+    }
+}
+
 /// The backend and the same backend behind the HTTP API, side by side.
 struct Subjects {
     backend: JailBackend,
     state: AppState,
+    addr: SocketAddr,
     api: Api,
     /// What the exec handler hands the backend for `{"command":"/bin/true"}`.
     exec: ExecRequest,
 }
 
 impl Subjects {
-    async fn direct_exec(&self, id: &SandboxId) -> anyhow::Result<()> {
-        let result = self.backend.exec(id, self.exec.clone()).await?;
+    async fn direct_exec(&self, id: &SandboxId, request: ExecRequest) -> anyhow::Result<()> {
+        let result = self.backend.exec(id, request).await?;
         anyhow::ensure!(
             result.success(),
             "/bin/true failed in sandbox {id}: {result:?}"
@@ -144,10 +214,6 @@ fn handler_request(config: &ServerConfig) -> ExecRequest {
 }
 
 pub(crate) async fn server(args: BenchServerArgs) -> anyhow::Result<ExitCode> {
-    let iterations = args.iterations.max(10);
-    let warm_iterations = iterations * 5;
-    let clients = args.clients.max(1);
-    let rounds = args.rounds.max(1);
     let data_dir = crate::settings::data_dir(&args.data)?;
     let backend = JailBackend::new(JailConfig::new(&data_dir))
         .context("cannot set up the sandbox backend")?;
@@ -177,19 +243,12 @@ pub(crate) async fn server(args: BenchServerArgs) -> anyhow::Result<ExitCode> {
     let subjects = Subjects {
         backend,
         state,
+        addr,
         api: Api::new(addr)?,
         exec,
     };
 
-    let outcome = measure(
-        &subjects,
-        iterations,
-        warm_iterations,
-        clients,
-        rounds,
-        &args,
-    )
-    .await;
+    let outcome = measure(&subjects, &args).await;
 
     // Idle keep-alive connections would hold the graceful shutdown open.
     let Subjects { backend, api, .. } = subjects;
@@ -205,7 +264,36 @@ pub(crate) async fn server(args: BenchServerArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Everything measured, in milliseconds and execs per second.
+/// Spawn + exec + destroy, whole and step by step.
+#[derive(Debug, Default)]
+struct Cold {
+    total: Vec<Duration>,
+    create: Vec<Duration>,
+    exec: Vec<Duration>,
+    destroy: Vec<Duration>,
+}
+
+impl Cold {
+    fn push(&mut self, started: Instant, created: Instant, executed: Instant) {
+        let done = Instant::now();
+        self.total.push(done.duration_since(started));
+        self.create.push(created.duration_since(started));
+        self.exec.push(executed.duration_since(created));
+        self.destroy.push(done.duration_since(executed));
+    }
+}
+
+/// The warm measurements, in the order they rotate through.
+const WARM: [&str; 6] = [
+    "http: warm exec",
+    "http, raw socket: warm exec",
+    "direct: warm exec",
+    "direct: warm exec, argv (no shell)",
+    "http: GET /health",
+    "http, raw socket: GET /health",
+];
+
+/// Everything measured.
 #[derive(Debug)]
 struct Report {
     iterations: usize,
@@ -213,76 +301,106 @@ struct Report {
     clients: usize,
     rounds: usize,
     round: Duration,
-    cold_http: Summary,
-    cold_direct: Summary,
-    warm_http: Summary,
-    warm_direct: Summary,
-    health: Summary,
+    cold_http: Cold,
+    cold_direct: Cold,
+    warm: [Summary; 6],
     http: Throughput,
     direct: Throughput,
 }
 
-async fn measure(
-    subjects: &Subjects,
-    iterations: usize,
-    warm_iterations: usize,
-    clients: usize,
-    rounds: usize,
-    args: &BenchServerArgs,
-) -> anyhow::Result<Report> {
+async fn measure(subjects: &Subjects, args: &BenchServerArgs) -> anyhow::Result<Report> {
+    let iterations = args.iterations.max(10);
+    let warm_iterations = iterations * 5;
+    let clients = args.clients.max(1);
+    let rounds = args.rounds.max(1);
     let api = &subjects.api;
 
     // Spawn + exec + destroy, HTTP and direct in alternating order, each from an idle machine.
-    let mut cold: [Vec<Duration>; 2] = Default::default();
+    let mut cold_http = Cold::default();
+    let mut cold_direct = Cold::default();
     let bar = progress(iterations, "spawn + exec + destroy: http, direct");
     for iteration in 0..iterations {
         for step in 0..2 {
-            let which = (iteration + step) % 2;
             subjects.quiesce().await?;
             let started = Instant::now();
-            if which == 0 {
+            if (iteration + step) % 2 == 0 {
                 let id = api.spawn().await?;
+                let created = Instant::now();
                 api.exec(&id).await?;
+                let executed = Instant::now();
                 api.destroy(&id).await?;
+                cold_http.push(started, created, executed);
             } else {
                 let info = subjects.backend.create(SandboxSpec::default()).await?;
-                subjects.direct_exec(&info.id).await?;
+                let created = Instant::now();
+                subjects
+                    .direct_exec(&info.id, subjects.exec.clone())
+                    .await?;
+                let executed = Instant::now();
                 subjects.backend.destroy(&info.id).await?;
+                cold_direct.push(started, created, executed);
             }
-            cold[which].push(started.elapsed());
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     subjects.quiesce().await?;
 
-    // Warm exec in one sandbox, shared by both paths; `/health` is the HTTP stack alone.
+    // Warm exec in one sandbox, shared by every path; `/health` is HTTP with no sandbox work.
     let warm_id = api.spawn().await?;
     let warm_sandbox = SandboxId::parse(&warm_id)
         .with_context(|| format!("the server answered an invalid id {warm_id:?}"))?;
-    // The first requests open the connection and fault in code; they are not the steady state.
-    for _ in 0..20 {
-        api.exec(&warm_id).await?;
-        subjects.direct_exec(&warm_sandbox).await?;
-        api.health().await?;
-    }
-    let mut warm: [Vec<Duration>; 3] = Default::default();
-    let bar = progress(warm_iterations, "warm exec: http, direct, /health");
-    for iteration in 0..warm_iterations {
-        for step in 0..3 {
-            let which = (iteration + step) % 3;
+    let no_shell = ExecRequest::argv(["/bin/true"]);
+    let mut raw = RawHttp::connect(subjects.addr).await?;
+    let raw_exec = RawHttp::post(
+        subjects.addr,
+        &format!("/api/v1/sandboxes/{warm_id}/exec"),
+        &json!({"command": "/bin/true"}),
+    );
+    let raw_health = RawHttp::get(subjects.addr, "/api/v1/health");
+    let mut warm: [Vec<Duration>; WARM.len()] = Default::default();
+    let bar = progress(warm_iterations, "warm exec and /health: http, raw, direct");
+    // The first round trips open connections and fault in code: not the steady state.
+    for iteration in 0..warm_iterations + 20 {
+        for step in 0..WARM.len() {
+            let which = (iteration + step) % WARM.len();
             subjects.quiesce().await?;
             let started = Instant::now();
             match which {
                 0 => api.exec(&warm_id).await?,
-                1 => subjects.direct_exec(&warm_sandbox).await?,
-                _ => api.health().await?,
+                1 => {
+                    let body = raw.round_trip(&raw_exec).await?;
+                    let result: Value = serde_json::from_slice(body)?;
+                    anyhow::ensure!(
+                        result["exit_code"] == 0,
+                        "/bin/true failed over a raw socket: {result}"
+                    );
+                }
+                2 => {
+                    subjects
+                        .direct_exec(&warm_sandbox, subjects.exec.clone())
+                        .await?;
+                }
+                3 => {
+                    subjects
+                        .direct_exec(&warm_sandbox, no_shell.clone())
+                        .await?;
+                }
+                4 => api.health().await?,
+                _ => {
+                    raw.round_trip(&raw_health).await?;
+                }
             }
-            warm[which].push(started.elapsed());
+            if iteration >= 20 {
+                warm[which].push(started.elapsed());
+            }
         }
-        bar.inc(1);
+        if iteration >= 20 {
+            bar.inc(1);
+        }
     }
     bar.finish_and_clear();
+    drop(raw);
     api.destroy(&warm_id).await?;
 
     // Throughput: one client per sandbox, all at once, for a fixed wall time per round;
@@ -314,25 +432,63 @@ async fn measure(
     }
     subjects.quiesce().await?;
 
-    let [cold_http, cold_direct] = cold;
-    let [warm_http, warm_direct, health] = warm;
     Ok(Report {
         iterations,
         warm_iterations,
         clients,
         rounds,
         round: args.duration,
-        cold_http: summarise(cold_http),
-        cold_direct: summarise(cold_direct),
-        warm_http: summarise(warm_http),
-        warm_direct: summarise(warm_direct),
-        health: summarise(health),
+        cold_http,
+        cold_direct,
+        warm: warm.map(summarise),
         http,
         direct,
     })
 }
 
-/// Execs completed across rounds, and how long the rounds took.
+/// CPU time spent so far by this process (client, server, store, benchmark) and by every
+/// sandbox (their cgroups: inits and commands), and by nothing else on the machine, so that
+/// a neighbour's build does not count.
+fn cpu_used(cgroup_parents: &[PathBuf]) -> Duration {
+    own_cpu() + sandboxes_cpu(cgroup_parents)
+}
+
+/// This process's user and system time, all threads.
+fn own_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name may hold spaces; the fields after it are fixed: utime and stime are
+    // the 12th and 13th after the closing parenthesis.
+    let ticks: u64 = stat.rsplit_once(") ").map_or(0, |(_, rest)| {
+        rest.split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse::<u64>().ok())
+            .sum()
+    });
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / hz)
+}
+
+/// CPU time charged to the cgroups sandboxes live under (v1 `cpuacct`, or v2 `cpu.stat`).
+fn sandboxes_cpu(cgroup_parents: &[PathBuf]) -> Duration {
+    cgroup_parents
+        .iter()
+        .filter_map(|dir| {
+            if let Ok(text) = std::fs::read_to_string(dir.join("cpuacct.usage")) {
+                return text.trim().parse().ok().map(Duration::from_nanos);
+            }
+            std::fs::read_to_string(dir.join("cpu.stat"))
+                .ok()?
+                .lines()
+                .find_map(|line| line.strip_prefix("usage_usec "))
+                .and_then(|v| v.trim().parse().ok())
+                .map(Duration::from_micros)
+        })
+        .max()
+        .unwrap_or_default()
+}
+
+/// Execs completed across rounds, and what the rounds took.
 #[derive(Debug, Default)]
 struct Throughput {
     execs: usize,
@@ -340,6 +496,8 @@ struct Throughput {
     /// The part of `elapsed` spent after the last answer, writing the server's exec log
     /// and events (none for direct calls).
     drain: Duration,
+    /// CPU time this process and the sandboxes spent during the rounds.
+    cpu: Duration,
     latencies: Vec<Duration>,
 }
 
@@ -348,6 +506,7 @@ impl Throughput {
         self.execs += round.execs;
         self.elapsed += round.elapsed;
         self.drain += round.drain;
+        self.cpu += round.cpu;
         self.latencies.extend(round.latencies);
     }
 
@@ -355,6 +514,14 @@ impl Throughput {
         #[expect(clippy::cast_precision_loss, reason = "a count of execs")]
         let execs = self.execs as f64;
         execs / self.elapsed.as_secs_f64()
+    }
+
+    /// CPU time per exec, in milliseconds: unlike execs per second, this hardly moves when a
+    /// neighbour on the machine takes a core away.
+    fn cpu_per_exec_ms(&self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "a count of execs")]
+        let execs = self.execs.max(1) as f64;
+        self.cpu.as_secs_f64() * 1000.0 / execs
     }
 }
 
@@ -367,6 +534,8 @@ async fn throughput_round(
     over_http: bool,
     duration: Duration,
 ) -> anyhow::Result<Throughput> {
+    let cgroups = subjects.backend.cgroup_parents();
+    let cpu = cpu_used(&cgroups);
     let started = Instant::now();
     let deadline = started + duration;
     let mut tasks = JoinSet::new();
@@ -406,32 +575,57 @@ async fn throughput_round(
         execs: latencies.len(),
         elapsed,
         drain: elapsed.saturating_sub(answered),
+        cpu: cpu_used(&cgroups).saturating_sub(cpu),
         latencies,
     })
 }
 
 fn print(report: &Report, as_json: bool) -> anyhow::Result<()> {
-    let added = report.warm_http.p50 - report.warm_direct.p50;
+    let [
+        http_exec,
+        raw_exec,
+        direct_exec,
+        argv_exec,
+        http_health,
+        raw_health,
+    ] = report.warm;
+    let added = http_exec.p50 - direct_exec.p50;
+    let added_raw = raw_exec.p50 - direct_exec.p50;
+    let p50 = |samples: &[Duration]| summarise(samples.to_vec()).p50;
+    let cold_http = summarise(report.cold_http.total.clone());
+    let cold_direct = summarise(report.cold_direct.total.clone());
     let http_rate = report.http.per_second();
     let direct_rate = report.direct.per_second();
     let http_load = summarise(report.http.latencies.clone());
     let direct_load = summarise(report.direct.latencies.clone());
     if as_json {
         let ms = |s: Summary| json!({"p50": s.p50, "p99": s.p99});
+        let steps = |c: &Cold| {
+            json!({
+                "total": ms(summarise(c.total.clone())),
+                "create_p50": p50(&c.create),
+                "exec_p50": p50(&c.exec),
+                "destroy_p50": p50(&c.destroy),
+            })
+        };
         let value = json!({
             "iterations": report.iterations,
             "warm_iterations": report.warm_iterations,
             "spawn_exec_destroy_ms": {
-                "http": ms(report.cold_http),
-                "direct": ms(report.cold_direct),
-                "added_p50": report.cold_http.p50 - report.cold_direct.p50,
-                "ratio_p50": report.cold_http.p50 / report.cold_direct.p50,
+                "http": steps(&report.cold_http),
+                "direct": steps(&report.cold_direct),
+                "added_p50": cold_http.p50 - cold_direct.p50,
+                "ratio_p50": cold_http.p50 / cold_direct.p50,
             },
             "warm_exec_ms": {
-                "http": ms(report.warm_http),
-                "direct": ms(report.warm_direct),
-                "health": ms(report.health),
+                "http": ms(http_exec),
+                "http_raw_socket": ms(raw_exec),
+                "direct": ms(direct_exec),
+                "direct_argv": ms(argv_exec),
+                "health": ms(http_health),
+                "health_raw_socket": ms(raw_health),
                 "added_p50": added,
+                "added_p50_raw_socket": added_raw,
                 "target_added_p50": ADDED_P50_TARGET_MS,
             },
             "throughput": {
@@ -441,12 +635,14 @@ fn print(report: &Report, as_json: bool) -> anyhow::Result<()> {
                 "http": {
                     "execs": report.http.execs,
                     "execs_per_second": http_rate,
+                    "cpu_ms_per_exec": report.http.cpu_per_exec_ms(),
                     "drain_seconds": report.http.drain.as_secs_f64(),
                     "latency_ms": ms(http_load),
                 },
                 "direct": {
                     "execs": report.direct.execs,
                     "execs_per_second": direct_rate,
+                    "cpu_ms_per_exec": report.direct.cpu_per_exec_ms(),
                     "latency_ms": ms(direct_load),
                 },
                 "ratio": http_rate / direct_rate,
@@ -478,36 +674,55 @@ fn print(report: &Report, as_json: bool) -> anyhow::Result<()> {
         ));
     };
     let verdict = |met: bool| if met { "meets" } else { "misses" };
+    let steps = |c: &Cold| {
+        format!(
+            "create {:.2}, exec {:.2}, destroy {:.2}",
+            p50(&c.create),
+            p50(&c.exec),
+            p50(&c.destroy)
+        )
+    };
     row(
         "direct: create + exec + destroy",
-        report.cold_direct,
-        "baseline",
+        cold_direct,
+        &format!("baseline: {}", steps(&report.cold_direct)),
     );
     row(
         "http: spawn + exec + destroy",
-        report.cold_http,
+        cold_http,
         &format!(
-            "+{:.2} ms ({:.2}×)",
-            report.cold_http.p50 - report.cold_direct.p50,
-            report.cold_http.p50 / report.cold_direct.p50
+            "{:+.2} ms ({:.2}×): {}",
+            cold_http.p50 - cold_direct.p50,
+            cold_http.p50 / cold_direct.p50,
+            steps(&report.cold_http)
         ),
     );
-    row("direct: warm exec", report.warm_direct, "baseline");
+    row(WARM[2], direct_exec, "baseline (/bin/sh -c /bin/true)");
     row(
-        "http: warm exec",
-        report.warm_http,
+        WARM[3],
+        argv_exec,
         &format!(
-            "+{added:.3} ms at p50 ({} target ≤ +{ADDED_P50_TARGET_MS} ms)",
+            "{:+.3} ms: the wire's /bin/sh -c",
+            argv_exec.p50 - direct_exec.p50
+        ),
+    );
+    row(
+        WARM[0],
+        http_exec,
+        &format!(
+            "{added:+.3} ms at p50 ({} target ≤ +{ADDED_P50_TARGET_MS} ms)",
             verdict(added <= ADDED_P50_TARGET_MS)
         ),
     );
     row(
-        "http: GET /health (HTTP alone)",
-        report.health,
-        "no sandbox work",
+        WARM[1],
+        raw_exec,
+        &format!("{added_raw:+.3} ms at p50: the server's share, no client library"),
     );
+    row(WARM[4], http_health, "no sandbox work");
+    row(WARM[5], raw_health, "no sandbox work, no client library");
     output::line(&format!(
-        "throughput, {} clients each with its own sandbox, {} rounds of {:.1} s:",
+        "throughput, {} clients each with its own sandbox, {} rounds of {:.1} s per path:",
         report.clients,
         report.rounds,
         report.round.as_secs_f64()
@@ -515,15 +730,18 @@ fn print(report: &Report, as_json: bool) -> anyhow::Result<()> {
     row(
         &format!("direct: {direct_rate:.0} execs/s"),
         direct_load,
-        "baseline (latency under load)",
+        &format!(
+            "baseline, {:.2} ms CPU per exec (latency under load)",
+            report.direct.cpu_per_exec_ms()
+        ),
     );
     row(
         &format!("http: {http_rate:.0} execs/s"),
         http_load,
         &format!(
-            "{:.2}× direct, writer drain {:.0} ms ({} target ≥ {THROUGHPUT_TARGET:.0}/s)",
+            "{:.2}× direct, {:.2} ms CPU per exec ({} target ≥ {THROUGHPUT_TARGET:.0}/s)",
             http_rate / direct_rate,
-            report.http.drain.as_secs_f64() * 1000.0,
+            report.http.cpu_per_exec_ms(),
             verdict(http_rate >= THROUGHPUT_TARGET)
         ),
     );
