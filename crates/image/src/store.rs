@@ -216,7 +216,12 @@ impl ImageStore {
 
     /// The directory holding layer `id`'s files.
     pub fn layer_dir(&self, id: &str) -> PathBuf {
-        self.root.join("layers").join(id).join("root")
+        self.layers_dir().join(id).join("root")
+    }
+
+    /// The directory holding every layer (each in `<id>/root`).
+    pub fn layers_dir(&self) -> PathBuf {
+        self.root.join("layers")
     }
 
     pub(crate) fn blob_path(&self, digest: &str) -> PathBuf {

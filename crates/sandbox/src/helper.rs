@@ -257,17 +257,18 @@ fn map_child(
     write("uid_map", &plan.uid_map.map_line())?;
     write("gid_map", &plan.gid_map.map_line())?;
     let mut notes = Vec::new();
-    if !plan.unprivileged {
-        for lower in plan.root.lower.iter().filter(|l| l.idmap) {
-            let tree = idmapped_tree(&lower.path, &proc_dir.join("ns/user")).map_err(|e| {
-                format!(
-                    "cannot idmap image layer {} (the file system must support idmapped mounts): {e}",
-                    lower.path.display()
-                )
-            })?;
-            send_fd(channel, FD_LAYER, tree.as_fd())
-                .map_err(|e| format!("pass an image layer: {e}"))?;
-        }
+    if let Some(layers) = &plan.root.idmapped
+        && !plan.unprivileged
+        && plan.root.lower.iter().any(|l| l.idmap)
+    {
+        let tree = idmapped_tree(layers, &proc_dir.join("ns/user")).map_err(|e| {
+            format!(
+                "cannot idmap the image layers in {} (the file system must support idmapped mounts): {e}",
+                layers.display()
+            )
+        })?;
+        send_fd(channel, FD_LAYERS, tree.as_fd())
+            .map_err(|e| format!("pass the image layers: {e}"))?;
     }
     if let Some(workspace) = &plan.workspace
         && !plan.unprivileged
@@ -329,8 +330,8 @@ fn idmapped_tree(dir: &Path, userns: &Path) -> io::Result<OwnedFd> {
 
 /// Tags of the descriptors the helper sends a child after the fork.
 pub(crate) const FD_WORKSPACE: u8 = b'w';
-/// An idmapped image layer; they arrive in the order of the plan's idmapped lowers.
-pub(crate) const FD_LAYER: u8 = b'l';
+/// The idmapped mount of the image store's layers.
+pub(crate) const FD_LAYERS: u8 = b'l';
 pub(crate) const FD_OOM_EVENTS: u8 = b'o';
 
 fn send_fd(channel: &OwnedFd, tag: u8, fd: rustix::fd::BorrowedFd<'_>) -> io::Result<()> {

@@ -115,6 +115,8 @@ const SYSTEM_DIRS: [&str; 6] = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"
 pub(crate) struct RootFs {
     /// Overlay lower layers, top first.
     pub(crate) lower: Vec<Lower>,
+    /// Where the idmapped layers lie (the image store's layer directory).
+    pub(crate) idmapped: Option<PathBuf>,
     pub(crate) binds: Vec<ReadOnlyBind>,
     /// The image is the whole root (not the host's directories), so all of it is writable.
     pub(crate) writable_root: bool,
@@ -179,6 +181,7 @@ impl Images {
         }
         RootFs {
             lower,
+            idmapped: idmap.then(|| self.store.layers_dir()),
             binds: if host {
                 self.host_binds.clone()
             } else {

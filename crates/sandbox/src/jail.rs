@@ -629,6 +629,7 @@ impl JailBackend {
                 lower: root_fs.lower,
                 upper: dir.join("upper"),
                 work: dir.join("work"),
+                idmapped: root_fs.idmapped,
             },
             binds: root_fs.binds,
             dev_template: inner.dev_template.clone(),

@@ -14,14 +14,17 @@ pub(crate) struct Overlay {
     pub(crate) lower: Vec<Lower>,
     pub(crate) upper: PathBuf,
     pub(crate) work: PathBuf,
+    /// The directory holding the image store's layers, when they keep their images' owners
+    /// (unpacked as root). The helper hands the sandbox one idmapped mount of it, so that
+    /// the layers' root-owned files are the sandbox root's, whatever the number of layers.
+    pub(crate) idmapped: Option<PathBuf>,
 }
 
 /// One read-only layer of an overlay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Lower {
     pub(crate) path: PathBuf,
-    /// The layer keeps its image's owners (it was unpacked as root): the helper hands the
-    /// sandbox an idmapped mount of it, so that its root-owned files are the sandbox root's.
+    /// The layer lies below [`Overlay::idmapped`] and is read through its idmapped mount.
     pub(crate) idmap: bool,
 }
 

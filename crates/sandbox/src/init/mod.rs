@@ -89,11 +89,11 @@ fn setup(
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
     wait_for(release, RELEASE_MAPPED);
     let mut workspace = None;
-    let mut layers = Vec::new();
+    let mut layers = None;
     while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
         match tag {
             crate::helper::FD_WORKSPACE => workspace = Some(fd),
-            crate::helper::FD_LAYER => layers.push(fd),
+            crate::helper::FD_LAYERS => layers = Some(fd),
             _ => {}
         }
     }

@@ -67,7 +67,7 @@ pub(crate) fn become_root(plan: &SpawnPlan) -> Result<(), SetupError> {
 pub(crate) fn assemble_root(
     plan: &SpawnPlan,
     workspace: Option<OwnedFd>,
-    layers: Vec<OwnedFd>,
+    layers: Option<OwnedFd>,
 ) -> Result<UnixListener, SetupError> {
     rustix::mount::mount_change(
         "/",
@@ -175,36 +175,50 @@ pub(crate) fn assemble_root(
     Ok(listener)
 }
 
-/// Mounts the idmapped layers the helper sent at `layers/<n>` in the sandbox's directory
-/// and returns every lower layer's path, top first. They vanish from view with the old root;
-/// the overlay keeps them.
-fn attach_layers(plan: &SpawnPlan, layers: Vec<OwnedFd>) -> Result<Vec<PathBuf>, SetupError> {
-    let mut trees = layers.into_iter();
-    let staging = plan.sandbox_dir.join("layers");
-    let mut paths = Vec::with_capacity(plan.root.lower.len());
-    for (n, lower) in plan.root.lower.iter().enumerate() {
-        if !lower.idmap || plan.unprivileged {
-            paths.push(lower.path.clone());
-            continue;
+/// Mounts the idmapped view of the image store's layers the helper sent at `layers` in the
+/// sandbox's directory, and returns every lower layer's path, top first (the idmapped ones
+/// through that view). The view vanishes with the old root; the overlay keeps its layers.
+fn attach_layers(plan: &SpawnPlan, layers: Option<OwnedFd>) -> Result<Vec<PathBuf>, SetupError> {
+    let view = plan.sandbox_dir.join("layers");
+    let needed = !plan.unprivileged && plan.root.lower.iter().any(|l| l.idmap);
+    let root = match (&plan.root.idmapped, needed) {
+        (Some(root), true) => {
+            let tree = layers.ok_or_else(|| SetupError {
+                stage: "receive the idmapped image layers".into(),
+                source: io::Error::from(io::ErrorKind::NotFound),
+            })?;
+            ensure_dir(&view)?;
+            rustix::mount::move_mount(
+                tree.as_fd(),
+                c"",
+                CWD,
+                &view,
+                rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            )
+            .stage(|| "attach the idmapped image layers".into())?;
+            Some(root)
         }
-        let tree = trees.next().ok_or_else(|| SetupError {
-            stage: format!("receive the idmapped layer {}", lower.path.display()),
-            source: io::Error::from(io::ErrorKind::NotFound),
-        })?;
-        ensure_dir(&staging)?;
-        let target = staging.join(n.to_string());
-        ensure_dir(&target)?;
-        rustix::mount::move_mount(
-            tree.as_fd(),
-            c"",
-            CWD,
-            &target,
-            rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
-        )
-        .stage(|| format!("attach the idmapped layer {}", lower.path.display()))?;
-        paths.push(target);
-    }
-    Ok(paths)
+        _ => None,
+    };
+    plan.root
+        .lower
+        .iter()
+        .map(|lower| match root {
+            Some(root) if lower.idmap => lower
+                .path
+                .strip_prefix(root)
+                .map(|rel| view.join(rel))
+                .map_err(|_| SetupError {
+                    stage: format!(
+                        "layer {} is outside {}",
+                        lower.path.display(),
+                        root.display()
+                    ),
+                    source: io::Error::from(io::ErrorKind::InvalidInput),
+                }),
+            _ => Ok(lower.path.clone()),
+        })
+        .collect()
 }
 
 /// The upper layer's directories: those a sandbox may write (owned by its root, with the
