@@ -1,5 +1,5 @@
 //! Forge's shared vocabulary: sandbox specs, exec requests and results, processes, files,
-//! images.
+//! images, gateway tools.
 //!
 //! This crate is layer 0: plain data with serde, parsing and validation that needs no I/O.
 //! Every other crate speaks these types, so they stay free of tokio, sockets and the file
@@ -11,6 +11,7 @@ pub mod fs;
 pub mod image;
 pub mod process;
 pub mod sandbox;
+pub mod tool;
 pub mod units;
 
 pub use exec::{Command, ExecEvent, ExecRequest, ExecResult, StreamKind};
@@ -22,3 +23,4 @@ pub use process::{
 pub use sandbox::{
     Limits, NetworkMode, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
 };
+pub use tool::{SessionId, ToolSpec};

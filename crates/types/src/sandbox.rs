@@ -54,6 +54,10 @@ pub struct SandboxSpec {
     pub image: String,
     pub limits: Limits,
     pub network: NetworkMode,
+    /// Destinations reachable in [`NetworkMode::Allowlist`]: host names (`pypi.org`,
+    /// `*.example.org`), IP addresses or CIDRs, each optionally with `:port`. Ignored in the
+    /// other modes.
+    pub allowed_hosts: Vec<String>,
     /// A host directory to mount at `/workspace` instead of an empty one.
     pub workspace: Option<PathBuf>,
     /// Environment added to every process started in the sandbox.
@@ -68,6 +72,7 @@ impl Default for SandboxSpec {
             image: HOST_IMAGE.to_owned(),
             limits: Limits::default(),
             network: NetworkMode::None,
+            allowed_hosts: Vec::new(),
             workspace: None,
             env: BTreeMap::new(),
             labels: BTreeMap::new(),
