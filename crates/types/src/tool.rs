@@ -14,11 +14,8 @@ pub struct SessionId(String);
 impl SessionId {
     /// Builds an id from six random bytes.
     pub fn from_random(bytes: [u8; 6]) -> Self {
-        let mut text = String::from("ses-");
-        for byte in bytes {
-            text.push_str(&format!("{byte:02x}"));
-        }
-        Self(text)
+        let [a, b, c, d, e, f] = bytes;
+        Self(format!("ses-{a:02x}{b:02x}{c:02x}{d:02x}{e:02x}{f:02x}"))
     }
 
     /// Accepts an id a client sent, refusing anything that could not have come from
