@@ -14,8 +14,9 @@ pub struct SessionId(String);
 impl SessionId {
     /// Builds an id from six random bytes.
     pub fn from_random(bytes: [u8; 6]) -> Self {
-        let [a, b, c, d, e, f] = bytes;
-        Self(format!("ses-{a:02x}{b:02x}{c:02x}{d:02x}{e:02x}{f:02x}"))
+        let mut wide = [0; 8];
+        wide[2..].copy_from_slice(&bytes);
+        Self(format!("ses-{:012x}", u64::from_be_bytes(wide)))
     }
 
     /// Accepts an id a client sent, refusing anything that could not have come from
