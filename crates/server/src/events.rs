@@ -1,9 +1,10 @@
 //! Events and the exec log: written to the store by one writer task, in order, off the
-//! request's path (a request never waits for them), then broadcast to live subscribers
+//! request's path (a request never waits for them), a batch of whatever is queued per
+//! transaction, then broadcast to live subscribers
 //! with the monotonic id the store gave them. `/events` replays from the store after
 //! `Last-Event-ID` and then follows the broadcast, so a client that reconnects misses nothing.
 
-use forge_store::{EventRecord, NewEvent, NewExec, Store};
+use forge_store::{EventRecord, JournalEntry, NewEvent, NewExec, Store};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::time::now_ms;
@@ -11,10 +12,13 @@ use crate::time::now_ms;
 /// Live subscribers that fall this far behind skip ahead (and can replay from the store).
 const BACKLOG: usize = 1024;
 
+/// Most records committed in one transaction: enough to absorb a burst from 50 clients,
+/// small enough that a transaction stays short.
+const BATCH: usize = 256;
+
 #[derive(Debug)]
 enum Record {
-    Event(NewEvent),
-    Exec(NewExec),
+    Entry(JournalEntry),
     Flush(oneshot::Sender<()>),
 }
 
@@ -46,12 +50,12 @@ impl EventBus {
             timestamp_ms: now_ms(),
             data,
         };
-        let _ = self.writer.send(Record::Event(event));
+        let _ = self.writer.send(Record::Entry(JournalEntry::Event(event)));
     }
 
     /// Queues a finished command for the exec log.
     pub fn log_exec(&self, entry: NewExec) {
-        let _ = self.writer.send(Record::Exec(entry));
+        let _ = self.writer.send(Record::Entry(JournalEntry::Exec(entry)));
     }
 
     /// Waits until everything queued so far is written.
@@ -71,28 +75,54 @@ impl EventBus {
     }
 }
 
+/// Drains the queue: each wake-up commits everything queued so far (up to [`BATCH`]) in one
+/// transaction, so the store's cost per request falls as the load rises. Flushes are
+/// answered after the records queued before them are written.
 async fn write(
     store: Store,
     live: broadcast::Sender<EventRecord>,
     mut queue: mpsc::UnboundedReceiver<Record>,
 ) {
-    while let Some(record) = queue.recv().await {
-        match record {
-            Record::Event(event) => match store.append_event(&event).await {
-                Ok(stored) => {
-                    let _ = live.send(stored);
-                }
-                Err(err) => {
-                    tracing::error!(error = %crate::error::chain(&err), kind = event.kind, "cannot record an event");
-                }
-            },
-            Record::Exec(entry) => {
-                if let Err(err) = store.record_exec(&entry).await {
-                    tracing::error!(error = %crate::error::chain(&err), "cannot record an exec");
-                }
+    let mut taken = Vec::with_capacity(BATCH);
+    let mut entries = Vec::with_capacity(BATCH);
+    while queue.recv_many(&mut taken, BATCH).await > 0 {
+        let mut flushes = Vec::new();
+        for record in taken.drain(..) {
+            match record {
+                Record::Entry(entry) => entries.push(entry),
+                Record::Flush(done) => flushes.push(done),
             }
-            Record::Flush(done) => {
-                let _ = done.send(());
+        }
+        if !entries.is_empty() {
+            commit(&store, &live, &entries).await;
+            entries.clear();
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Commits a batch; if the batch fails, retries its records one by one so that one bad
+/// record costs only itself.
+async fn commit(store: &Store, live: &broadcast::Sender<EventRecord>, entries: &[JournalEntry]) {
+    match store.append_journal(entries).await {
+        Ok(events) => {
+            for event in events {
+                let _ = live.send(event);
+            }
+        }
+        Err(err) if entries.len() == 1 => {
+            let what = match &entries[0] {
+                JournalEntry::Event(event) => event.kind.as_str(),
+                JournalEntry::Exec(_) => "exec",
+            };
+            tracing::error!(error = %crate::error::chain(&err), record = what, "cannot record");
+        }
+        Err(err) => {
+            tracing::warn!(error = %crate::error::chain(&err), records = entries.len(), "a journal batch failed; writing its records one by one");
+            for entry in entries {
+                Box::pin(commit(store, live, std::slice::from_ref(entry))).await;
             }
         }
     }

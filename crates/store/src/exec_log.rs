@@ -37,23 +37,7 @@ impl From<ExecRow> for ExecRecord {
 impl Store {
     /// Logs a command; returns its row id.
     pub async fn record_exec(&self, e: &NewExec) -> Result<i64, StoreError> {
-        sqlx::query_scalar(
-            "INSERT INTO exec_log (sandbox_id, command, exit_code, signal, duration_us, \
-             started_at_ms, timed_out, oom_killed, streamed) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-        )
-        .bind(&e.sandbox_id)
-        .bind(&e.command)
-        .bind(e.exit_code)
-        .bind(e.signal)
-        .bind(e.duration_us)
-        .bind(e.started_at_ms)
-        .bind(e.timed_out)
-        .bind(e.oom_killed)
-        .bind(e.streamed)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(StoreError::query("record exec"))
+        insert_exec(&self.pool, e).await
     }
 
     /// The last `limit` commands logged for a sandbox, oldest first. A `limit` of zero or
@@ -77,4 +61,28 @@ impl Store {
         .map_err(StoreError::query("read exec log"))?;
         Ok(rows.into_iter().map(ExecRecord::from).collect())
     }
+}
+
+/// The `exec_log` insert, on the pool or inside a batch's transaction.
+pub(crate) async fn insert_exec<'c, E>(executor: E, e: &NewExec) -> Result<i64, StoreError>
+where
+    E: sqlx::SqliteExecutor<'c>,
+{
+    sqlx::query_scalar(
+        "INSERT INTO exec_log (sandbox_id, command, exit_code, signal, duration_us, \
+         started_at_ms, timed_out, oom_killed, streamed) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(&e.sandbox_id)
+    .bind(&e.command)
+    .bind(e.exit_code)
+    .bind(e.signal)
+    .bind(e.duration_us)
+    .bind(e.started_at_ms)
+    .bind(e.timed_out)
+    .bind(e.oom_killed)
+    .bind(e.streamed)
+    .fetch_one(executor)
+    .await
+    .map_err(StoreError::query("record exec"))
 }

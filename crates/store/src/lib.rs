@@ -28,6 +28,7 @@ use sqlx::sqlite::{
 };
 
 pub use error::StoreError;
+pub use events::JournalEntry;
 pub use records::{
     EventRecord, ExecRecord, NewEvent, NewExec, SandboxCounts, SandboxRecord, TemplateRecord,
 };

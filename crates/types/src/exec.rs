@@ -14,10 +14,16 @@ pub enum Command {
 
 impl Command {
     /// The argument vector the process is started with.
+    ///
+    /// A shell string that is one simple command naming its program by absolute path
+    /// (`/usr/bin/python3 -V`) is split here instead of started through `/bin/sh`: the shell
+    /// would only split it on blanks and exec the program, and skipping it halves the cost
+    /// of a short command.
     pub fn to_argv(&self) -> Vec<String> {
         match self {
             Self::Argv(argv) => argv.clone(),
-            Self::Shell(script) => vec!["/bin/sh".to_owned(), "-c".to_owned(), script.clone()],
+            Self::Shell(script) => simple_command(script)
+                .unwrap_or_else(|| vec!["/bin/sh".to_owned(), "-c".to_owned(), script.clone()]),
         }
     }
 
@@ -28,6 +34,25 @@ impl Command {
             Self::Shell(script) => script.clone(),
         }
     }
+}
+
+/// The words of `script` if the shell would run it as exactly those words: blanks between
+/// words made only of characters no shell gives a meaning to, the first an absolute path
+/// (so no builtin, keyword, alias or `PATH` lookup is involved) without `=` (which would
+/// make it an assignment).
+fn simple_command(script: &str) -> Option<Vec<String>> {
+    const PLAIN: &[u8] = b"_./-+,:@%=";
+    let plain = |b: u8| b.is_ascii_alphanumeric() || PLAIN.contains(&b) || b == b' ' || b == b'\t';
+    if !script.bytes().all(plain) {
+        return None;
+    }
+    let words: Vec<String> = script
+        .split([' ', '\t'])
+        .filter(|word| !word.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let program = words.first()?;
+    (program.starts_with('/') && !program.contains('=')).then_some(words)
 }
 
 /// Default cap on what is kept of each of stdout and stderr.
@@ -167,4 +192,63 @@ pub enum ExecEvent {
         data: Vec<u8>,
     },
     Exit(ExecResult),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn argv(script: &str) -> Vec<String> {
+        Command::Shell(script.to_owned()).to_argv()
+    }
+
+    fn words(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_simple_absolute_command_skips_the_shell() {
+        assert_eq!(argv("/bin/true"), words(&["/bin/true"]));
+        assert_eq!(
+            argv("  /usr/bin/python3\t-m  http.server 8000 --bind=127.0.0.1 "),
+            words(&[
+                "/usr/bin/python3",
+                "-m",
+                "http.server",
+                "8000",
+                "--bind=127.0.0.1"
+            ])
+        );
+    }
+
+    #[test]
+    fn anything_the_shell_would_interpret_goes_through_it() {
+        for script in [
+            "true",
+            "echo -e x",
+            "/bin/echo $HOME",
+            "/bin/echo 'a b'",
+            "/bin/ls *",
+            "/bin/true; /bin/false",
+            "/bin/true\n/bin/false",
+            "/bin/true && /bin/false",
+            "/bin/echo ~",
+            "/bin/echo # comment",
+            "/bin/echo {a,b}",
+            "/bin/cat < /etc/hostname",
+            "/bin/echo x > /tmp/y",
+            "/bin/echo a\\ b",
+            "FOO=1 /bin/env",
+            "/bin/FOO=1",
+            "",
+            "   ",
+        ] {
+            assert_eq!(
+                argv(script),
+                words(&["/bin/sh", "-c", script]),
+                "{script:?} must go through the shell"
+            );
+        }
+    }
 }

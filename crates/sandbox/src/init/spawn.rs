@@ -200,36 +200,67 @@ pub(crate) fn launch(
             )));
         }
     }
+    // A file that is executable but not a binary nor a `#!` script is run by `/bin/sh`, as
+    // `execvp` and every shell do: `sh -c /workspace/run` ran such scripts before it was
+    // split without a shell, and must still.
+    let spare = [&launch.stdin, &launch.stdout, &launch.stderr].map(OwnedFd::try_clone);
+    let tty = launch.tty;
+    match spawn(
+        launch.argv,
+        launch.env,
+        launch.cwd,
+        [launch.stdin, launch.stdout, launch.stderr],
+        tty,
+    ) {
+        Ok(pid) => Ok((pid, children.watch(pid))),
+        Err(err) if err.raw_os_error() == Some(libc::ENOEXEC) => {
+            let [Ok(stdin), Ok(stdout), Ok(stderr)] = spare else {
+                return Err(exec_failure(program, err));
+            };
+            let argv: Vec<String> = std::iter::once("/bin/sh".to_owned())
+                .chain(launch.argv.iter().cloned())
+                .collect();
+            let pid = spawn(&argv, launch.env, launch.cwd, [stdin, stdout, stderr], tty)
+                .map_err(|_| exec_failure(program, err))?;
+            Ok((pid, children.watch(pid)))
+        }
+        Err(err) => Err(exec_failure(program, err)),
+    }
+}
+
+/// Starts `argv` in its own process group with the given standard streams.
+fn spawn(
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: &str,
+    [stdin, stdout, stderr]: [OwnedFd; 3],
+    tty: bool,
+) -> io::Result<i32> {
     #[expect(
         clippy::disallowed_methods,
         reason = "the init is the one place that starts sandboxed processes"
     )]
-    let mut command = std::process::Command::new(program);
+    let mut command = std::process::Command::new(&argv[0]);
     command
-        .args(&launch.argv[1..])
+        .args(&argv[1..])
         .env_clear()
-        .envs(launch.env)
-        .env("PWD", launch.cwd)
-        .current_dir(launch.cwd)
-        .stdin(Stdio::from(launch.stdin))
-        .stdout(Stdio::from(launch.stdout))
-        .stderr(Stdio::from(launch.stderr));
-    if launch.tty {
+        .envs(env)
+        .env("PWD", cwd)
+        .current_dir(cwd)
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr));
+    if tty {
         sys::before_exec(&mut command, crate::init::confine::terminal_hook());
     } else {
         // Without a hook, std starts the process with posix_spawn (no copy of the init).
         command.process_group(0);
     }
-    match command.spawn() {
-        Ok(child) => {
-            let pid = i32::try_from(child.id())
-                .map_err(|_| LaunchError::Invalid("pid out of range".into()))?;
-            // The child is reaped by `Children`, never through `Child::wait`.
-            drop(child);
-            Ok((pid, children.watch(pid)))
-        }
-        Err(err) => Err(exec_failure(program, err)),
-    }
+    let child = command.spawn()?;
+    let pid = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+    // The child is reaped by `Children`, never through `Child::wait`.
+    drop(child);
+    Ok(pid)
 }
 
 /// Turns a failed exec into what a shell would print.

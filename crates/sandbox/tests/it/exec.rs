@@ -90,6 +90,41 @@ async fn exit_codes_signals_and_missing_programs() {
 }
 
 #[tokio::test]
+async fn scripts_without_a_shebang_run_through_sh_however_they_are_named() {
+    let ctx = Ctx::new();
+    let id = ctx.sandbox().await;
+    ctx.ok(
+        &id,
+        "printf 'echo \"ran $0 with $1\"\n' > /workspace/plain; chmod 755 /workspace/plain",
+    )
+    .await;
+    // As argv, as a shell string the init splits itself (an absolute path, plain words) and
+    // as one the shell runs.
+    let argv = ctx
+        .backend
+        .exec(&id, ExecRequest::argv(["/workspace/plain", "x"]))
+        .await
+        .unwrap();
+    let split = ctx.sh(&id, "/workspace/plain y").await;
+    let shell = ctx.sh(&id, "/workspace/plain \"z\"").await;
+    let missing = ctx.sh(&id, "/no/such/file --flag").await;
+    assert_eq!(
+        [argv, split, shell, missing].map(|r| (r.exit_code, text(&r.stdout), text(&r.stderr))),
+        [
+            (0, "ran /workspace/plain with x\n".to_owned(), String::new()),
+            (0, "ran /workspace/plain with y\n".to_owned(), String::new()),
+            (0, "ran /workspace/plain with z\n".to_owned(), String::new()),
+            (
+                127,
+                String::new(),
+                "/no/such/file: No such file or directory\n".to_owned()
+            ),
+        ]
+    );
+    ctx.backend.destroy(&id).await.unwrap();
+}
+
+#[tokio::test]
 async fn binary_output_survives_as_bytes() {
     let ctx = Ctx::new();
     let id = ctx.sandbox().await;

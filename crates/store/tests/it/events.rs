@@ -126,3 +126,35 @@ async fn ids_keep_growing_across_a_reopen() {
     assert_eq!(third.id, 3);
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_journal_batch_writes_events_and_execs_in_order_in_one_transaction() {
+    use forge_store::{ExecRecord, JournalEntry};
+
+    let store = Store::open_in_memory().await.unwrap();
+    let before = store.append_event(&event("first", None, 1)).await.unwrap();
+    let created = event("sandbox.created", Some("sb-1"), 2);
+    let ran = crate::exec("sb-1", "echo hi", 3);
+    let completed = event("exec.completed", Some("sb-1"), 4);
+    let batch = [
+        JournalEntry::Event(created.clone()),
+        JournalEntry::Exec(ran.clone()),
+        JournalEntry::Event(completed.clone()),
+    ];
+
+    let written = store.append_journal(&batch).await.unwrap();
+    let expected = vec![EventRecord::new(2, created), EventRecord::new(3, completed)];
+    assert_eq!(written, expected);
+    assert_eq!(
+        (
+            store.events_after(0, 10).await.unwrap(),
+            store.exec_log("sb-1", 10).await.unwrap(),
+            store.append_journal(&[]).await.unwrap(),
+        ),
+        (
+            [vec![before], expected].concat(),
+            vec![ExecRecord::new(1, ran)],
+            vec![],
+        )
+    );
+}
