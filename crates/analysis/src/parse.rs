@@ -2,6 +2,7 @@
 //! parser sees a byte, and a time limit enforced through tree-sitter's progress callback for
 //! parsing and for query execution, so no input can hang a request.
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -133,7 +134,8 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, AnalysisEr
         })?;
     let deadline = Deadline::start();
     let mut progress = |_: &tree_sitter::ParseState| deadline.check();
-    let bytes = source.as_bytes();
+    let input = parser_input(language, source);
+    let bytes: &[u8] = &input;
     let mut input = |offset: usize, _: Point| bytes.get(offset..).unwrap_or_default();
     parser
         .parse_with_options(
@@ -145,6 +147,24 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, AnalysisEr
             language,
             limit_ms: PARSE_TIME_LIMIT.as_millis(),
         })
+}
+
+/// The bytes the parser sees. Shell source is parsed with every non-ASCII byte replaced by
+/// `x`: tree-sitter-bash 0.25.1's external scanner hands code points to C's `isdigit`,
+/// which is undefined beyond 255 and crashed the process on input such as `{` followed by
+/// a CJK character (found by this crate's property tests). A non-ASCII character is a word
+/// character to Bash either way, and the byte offsets are unchanged, so positions, snippets
+/// and rule predicates still use the original text.
+fn parser_input(language: Language, source: &str) -> Cow<'_, [u8]> {
+    if language != Language::Shell || source.is_ascii() {
+        return Cow::Borrowed(source.as_bytes());
+    }
+    Cow::Owned(
+        source
+            .bytes()
+            .map(|b| if b.is_ascii() { b } else { b'x' })
+            .collect(),
+    )
 }
 
 /// A point in time after which parsing and queries stop.

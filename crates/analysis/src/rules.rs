@@ -177,17 +177,15 @@ pub fn check_rules() -> Vec<String> {
 
 /// Runs every rule for `language` over `tree`; the flag says whether findings were capped
 /// or the time ran out.
-pub(crate) fn findings(
-    language: Language,
-    tree: &Tree,
-    source: &str,
-    deadline: Deadline,
-) -> (Vec<Finding>, bool) {
+pub(crate) fn findings(language: Language, tree: &Tree, source: &str) -> (Vec<Finding>, bool) {
+    // Compiling the rules (once per process) is not the input's time.
+    let compiled = LazyLock::force(&COMPILED);
+    let deadline = Deadline::start();
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut truncated = false;
     let root = tree.root_node();
-    for compiled in COMPILED.iter().filter(|c| c.language == language) {
+    for compiled in compiled.iter().filter(|c| c.language == language) {
         let mut cursor = QueryCursor::new();
         cursor.set_match_limit(MATCH_LIMIT);
         let mut progress = |_: &tree_sitter::QueryCursorState| deadline.check();

@@ -333,11 +333,12 @@ pub fn detect_stack(files: &[StackInput<'_>]) -> Stack {
         };
         project.node(&mut stack);
         project.python(&mut stack);
-        let in_workspace = workspaces
+        let workspace = workspaces
             .iter()
-            .any(|w| w != dir && (w.is_empty() || dir.starts_with(&format!("{w}/"))));
-        if !in_workspace {
-            project.rust(&mut stack);
+            .find(|w| *w != dir && (w.is_empty() || dir.starts_with(&format!("{w}/"))));
+        match workspace {
+            None => project.rust(&mut stack),
+            Some(root) => project.workspace_member(root, &mut stack),
         }
         project.go(&mut stack);
         project.java(&mut stack);
@@ -866,6 +867,35 @@ impl<'a> Project<'_, 'a> {
                 "src/main.rs or a [[bin]] target".to_owned(),
             ));
         }
+    }
+
+    /// A crate of a Cargo workspace: the workspace root builds and tests it; a binary gets
+    /// its own `cargo run -p`.
+    fn workspace_member(&self, root: &str, stack: &mut Stack) {
+        if !self.has("Cargo.toml") || !self.exists("src/main.rs") {
+            return;
+        }
+        let name = self
+            .contents("Cargo.toml", stack)
+            .and_then(|text| toml::from_str::<toml::Table>(text).ok())
+            .and_then(|table| {
+                let package = table.get("package")?;
+                package.get("name")?.as_str().map(str::to_owned)
+            })
+            .unwrap_or_else(|| file_name(self.dir).to_owned());
+        stack.commands.push(SuggestedCommand {
+            purpose: Purpose::Run,
+            dir: if root.is_empty() {
+                ".".to_owned()
+            } else {
+                root.to_owned()
+            },
+            argv: strings(&["cargo", "run", "-p", &name]),
+            reason: format!(
+                "{} is a binary crate of the workspace",
+                self.path_of("src/main.rs")
+            ),
+        });
     }
 
     fn go(&self, stack: &mut Stack) {

@@ -230,8 +230,12 @@ fn signature(language: Language, node: Node<'_>, source: &str) -> String {
         .strip_suffix('{')
         .or_else(|| collapsed.strip_suffix(':'))
         .or_else(|| collapsed.strip_suffix(';'))
+        .or_else(|| collapsed.strip_suffix(','))
     {
         collapsed = stripped.trim_end().to_owned();
+    }
+    if language == Language::Go && node.kind() == "type_spec" {
+        collapsed.insert_str(0, "type ");
     }
     if collapsed.chars().count() > SIGNATURE_CHARS {
         let mut cut: String = collapsed.chars().take(SIGNATURE_CHARS).collect();

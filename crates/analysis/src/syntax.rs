@@ -90,8 +90,13 @@ fn unexpected(node: Node<'_>, source: &str) -> SyntaxError {
             "unexpected end of input".to_owned(),
         )
     } else {
-        let first_token = first_leaf_text(node, source);
-        (text, format!("unexpected `{first_token}`"))
+        // A short error is shown whole (`->`), a long one by the token it starts with.
+        let shown = if text.chars().count() <= 24 && !text.ends_with('…') {
+            text.trim().to_owned()
+        } else {
+            first_leaf_text(node, source)
+        };
+        (text, format!("unexpected `{shown}`"))
     };
     let expected = expected_tokens(node);
     let message = if expected.is_empty() {
@@ -168,7 +173,15 @@ fn display_kind(kind: &str, named: bool) -> String {
     }
 }
 
+/// The text of line `row`, or when that is blank (a token missing at the end of the
+/// input), of the last non-blank line before it.
 fn line_snippet(source: &str, row: usize) -> String {
-    let line = source.lines().nth(row).unwrap_or_default().trim();
+    let line = source
+        .lines()
+        .take(row + 1)
+        .filter(|line| !line.trim().is_empty())
+        .last()
+        .unwrap_or_default()
+        .trim();
     shorten(line, SNIPPET_CHARS)
 }

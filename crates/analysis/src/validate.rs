@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::language::Language;
-use crate::parse::{AnalysisError, Deadline, parse};
+use crate::parse::{AnalysisError, parse};
 use crate::rules::{Finding, findings};
 use crate::syntax::{SyntaxError, syntax_errors};
 
@@ -26,7 +26,7 @@ pub struct Validation {
 pub fn validate(language: Language, source: &str) -> Result<Validation, AnalysisError> {
     let tree = parse(language, source)?;
     let (syntax_errors, errors_truncated) = syntax_errors(&tree, source);
-    let (findings, findings_truncated) = findings(language, &tree, source, Deadline::start());
+    let (findings, findings_truncated) = findings(language, &tree, source);
     Ok(Validation {
         language,
         valid: syntax_errors.is_empty(),
