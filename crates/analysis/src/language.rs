@@ -168,3 +168,15 @@ impl std::str::FromStr for Language {
         Self::from_name(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Language;
+
+    #[test]
+    fn all_is_in_declaration_order() {
+        for (index, language) in Language::ALL.into_iter().enumerate() {
+            assert_eq!(language as usize, index);
+        }
+    }
+}

@@ -124,6 +124,10 @@ pub(crate) fn check_size(source: &str) -> Result<(), AnalysisError> {
 
 /// Parses `source` within [`MAX_SOURCE_BYTES`] and [`PARSE_TIME_LIMIT`].
 pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, AnalysisError> {
+    parse_within(language, source, PARSE_TIME_LIMIT)
+}
+
+fn parse_within(language: Language, source: &str, limit: Duration) -> Result<Tree, AnalysisError> {
     check_size(source)?;
     let mut parser = Parser::new();
     parser
@@ -132,7 +136,7 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, AnalysisEr
             language,
             reason: error.to_string(),
         })?;
-    let deadline = Deadline::start();
+    let deadline = Deadline(Instant::now() + limit);
     let mut progress = |_: &tree_sitter::ParseState| deadline.check();
     let input = parser_input(language, source);
     let bytes: &[u8] = &input;
@@ -145,7 +149,7 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, AnalysisEr
         )
         .ok_or(AnalysisError::TimedOut {
             language,
-            limit_ms: PARSE_TIME_LIMIT.as_millis(),
+            limit_ms: limit.as_millis(),
         })
 }
 
@@ -224,5 +228,44 @@ pub(crate) fn walk<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>) -> bool) 
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{AnalysisError, LineIndex, Position, parse_within};
+    use crate::language::Language;
+
+    #[test]
+    fn a_parse_over_its_time_is_abandoned() {
+        let source = "def f(x):\n    return [x, (x + 1), {'k': x}]\n".repeat(5000);
+        let error = parse_within(Language::Python, &source, Duration::ZERO).unwrap_err();
+        assert_eq!(
+            error,
+            AnalysisError::TimedOut {
+                language: Language::Python,
+                limit_ms: 0
+            }
+        );
+        assert!(parse_within(Language::Python, &source, Duration::from_mins(1)).is_ok());
+    }
+
+    #[test]
+    fn positions_agree() {
+        let source = "ab\né😀x\n\nlast";
+        let index = LineIndex::new(source);
+        for offset in 0..=source.len() {
+            assert_eq!(
+                index.position(offset),
+                Position::of_offset(source, offset),
+                "{offset}"
+            );
+        }
+        assert_eq!(
+            index.position(source.find('x').unwrap()),
+            Position { line: 2, column: 3 }
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Query, QueryCursor, QueryCursorOptions, StreamingIterator, Tree};
@@ -88,7 +88,6 @@ struct RuleFile {
 
 struct Compiled {
     rule: &'static Rule,
-    language: Language,
     query: Query,
     finding: u32,
     unless: Option<(Query, u32)>,
@@ -107,20 +106,27 @@ static RULES: LazyLock<RuleSet> = LazyLock::new(|| {
     RuleSet { rules: file.rule }
 });
 
-static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
-    let mut compiled = Vec::new();
-    for rule in &RULES.rules {
-        for &language in &rule.languages {
-            #[expect(
-                clippy::expect_used,
-                reason = "every rule's queries are compiled by every test run; a broken one is a build defect"
-            )]
-            let one = compile(rule, language).expect("rule queries compile");
-            compiled.push(one);
-        }
-    }
-    compiled
-});
+/// Each language's rules, compiled on first use of that language.
+static COMPILED: [OnceLock<Vec<Compiled>>; Language::ALL.len()] =
+    [const { OnceLock::new() }; Language::ALL.len()];
+
+fn compiled(language: Language) -> &'static [Compiled] {
+    // `Language::ALL` lists the variants in declaration order.
+    COMPILED[language as usize].get_or_init(|| {
+        RULES
+            .rules
+            .iter()
+            .filter(|rule| rule.languages.contains(&language))
+            .map(|rule| {
+                #[expect(
+                    clippy::expect_used,
+                    reason = "every rule's queries are compiled by every test run; a broken one is a build defect"
+                )]
+                compile(rule, language).expect("rule queries compile")
+            })
+            .collect()
+    })
+}
 
 /// Every rule, in the order of `rules.toml`.
 pub fn rules() -> &'static [Rule] {
@@ -149,7 +155,6 @@ fn compile(rule: &'static Rule, language: Language) -> Result<Compiled, String> 
     };
     Ok(Compiled {
         rule,
-        language,
         query,
         finding,
         unless,
@@ -178,14 +183,14 @@ pub fn check_rules() -> Vec<String> {
 /// Runs every rule for `language` over `tree`; the flag says whether findings were capped
 /// or the time ran out.
 pub(crate) fn findings(language: Language, tree: &Tree, source: &str) -> (Vec<Finding>, bool) {
-    // Compiling the rules (once per process) is not the input's time.
-    let compiled = LazyLock::force(&COMPILED);
+    // Compiling the rules (once per process and language) is not the input's time.
+    let compiled = compiled(language);
     let deadline = Deadline::start();
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut truncated = false;
     let root = tree.root_node();
-    for compiled in compiled.iter().filter(|c| c.language == language) {
+    for compiled in compiled {
         let mut cursor = QueryCursor::new();
         cursor.set_match_limit(MATCH_LIMIT);
         let mut progress = |_: &tree_sitter::QueryCursorState| deadline.check();
