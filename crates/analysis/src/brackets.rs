@@ -164,6 +164,40 @@ fn lexer_skips(source: &str) -> Skips {
     skips
 }
 
+/// The first bracket problem in `text` (strings and comments guessed by the lexer), as a
+/// byte offset into `text` and a description; for the hint on a syntax error.
+pub(crate) fn first_problem(text: &str) -> Option<(usize, String)> {
+    let skips = lexer_skips(text);
+    let mut next_skip = skips.iter().peekable();
+    let mut open: Vec<(char, usize)> = Vec::new();
+    for (offset, ch) in text.char_indices() {
+        if !matches!(ch, '(' | ')' | '[' | ']' | '{' | '}') {
+            continue;
+        }
+        while next_skip.peek().is_some_and(|r| r.end <= offset) {
+            next_skip.next();
+        }
+        if next_skip.peek().is_some_and(|r| r.start <= offset) {
+            continue;
+        }
+        match (ch, open.last()) {
+            ('(' | '[' | '{', _) => open.push((ch, offset)),
+            (_, None) => return Some((offset, format!("`{ch}` closes nothing"))),
+            (_, Some((top, _))) if closer(*top) == ch => {
+                open.pop();
+            }
+            (_, Some((top, _))) => {
+                return Some((
+                    offset,
+                    format!("`{ch}` where `{}` was expected", closer(*top)),
+                ));
+            }
+        }
+    }
+    open.first()
+        .map(|(bracket, offset)| (*offset, format!("`{bracket}` is never closed")))
+}
+
 fn find(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     bytes
         .get(from..)?

@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 /// The longest pattern accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 4096;
 
+/// Ceilings on a query's caps: larger values (from a client) are lowered to these, and 0
+/// is raised to 1, when the query is compiled.
+pub const MAX_MATCHES_CEILING: usize = 10_000;
+/// See [`MAX_MATCHES_CEILING`].
+pub const MAX_LINE_LEN_CEILING: usize = 4096;
+
 /// The most memory a compiled pattern may use.
 const REGEX_SIZE_LIMIT: usize = 8 * 1024 * 1024;
 
@@ -67,11 +73,13 @@ pub struct SearchQuery {
     pub case_insensitive: bool,
     /// Matches must start and end at word boundaries.
     pub whole_word: bool,
-    /// The most matches reported over all files (default 200).
+    /// The most matches reported over all files (default 200; at most
+    /// [`MAX_MATCHES_CEILING`]).
     pub max_matches: usize,
     /// The most matches reported from one file (default 50).
     pub max_matches_per_file: usize,
-    /// Longer matching lines are cut to this many characters (default 240).
+    /// Longer matching lines are cut to this many characters (default 240; at most
+    /// [`MAX_LINE_LEN_CEILING`]).
     pub max_line_len: usize,
 }
 
@@ -130,10 +138,11 @@ impl SearchQuery {
                 pattern: self.pattern.clone(),
                 reason: error.to_string(),
             })?;
-        Ok(Search {
-            matcher,
-            query: self.clone(),
-        })
+        let mut query = self.clone();
+        query.max_matches = query.max_matches.clamp(1, MAX_MATCHES_CEILING);
+        query.max_matches_per_file = query.max_matches_per_file.clamp(1, MAX_MATCHES_CEILING);
+        query.max_line_len = query.max_line_len.clamp(1, MAX_LINE_LEN_CEILING);
+        Ok(Search { matcher, query })
     }
 }
 
@@ -180,6 +189,7 @@ pub struct FileMatches {
 }
 
 impl Search {
+    /// The query as compiled, caps bounded by the ceilings.
     pub fn query(&self) -> &SearchQuery {
         &self.query
     }
@@ -198,10 +208,6 @@ impl Search {
             };
         }
         let mut out = FileMatches::default();
-        if cap == 0 {
-            out.truncated = self.matcher.is_match(bytes).unwrap_or(false);
-            return out;
-        }
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::none())
             .line_number(true)

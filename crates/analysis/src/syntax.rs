@@ -99,11 +99,23 @@ fn unexpected(node: Node<'_>, source: &str) -> SyntaxError {
         (text, format!("unexpected `{shown}`"))
     };
     let expected = expected_tokens(node);
-    let message = if expected.is_empty() {
+    let mut message = if expected.is_empty() {
         message
     } else {
         format!("{message}; expected {}", expected.join(", "))
     };
+    // Most syntax errors people make are bracket errors; say which bracket when the text
+    // the parser gave up on shows one.
+    if let Some((offset, problem)) = source
+        .get(node.byte_range())
+        .and_then(crate::brackets::first_problem)
+    {
+        let at = Position::of_offset(source, node.start_byte() + offset);
+        message = format!(
+            "{message} ({problem}, line {} column {})",
+            at.line, at.column
+        );
+    }
     SyntaxError {
         start,
         end,
@@ -149,7 +161,7 @@ fn expected_tokens(node: Node<'_>) -> Vec<String> {
         let Some(kind) = language.node_kind_for_id(symbol) else {
             continue;
         };
-        if kind == "ERROR" || kind == "comment" || kind.starts_with('_') {
+        if kind == "ERROR" || kind.contains("comment") || kind.starts_with('_') {
             continue;
         }
         let shown = display_kind(kind, language.node_kind_is_named(symbol));

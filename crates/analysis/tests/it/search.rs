@@ -197,3 +197,28 @@ fn ignore_list() {
         assert!(!is_ignored(Path::new(path)), "{path}");
     }
 }
+
+#[test]
+fn caps_are_bounded_when_compiled() {
+    let query = SearchQuery {
+        max_matches: usize::MAX,
+        max_matches_per_file: 0,
+        max_line_len: 1 << 40,
+        ..SearchQuery::regex("x")
+    };
+    let search = query.compile().unwrap();
+    assert_eq!(
+        (
+            search.query().max_matches,
+            search.query().max_matches_per_file,
+            search.query().max_line_len
+        ),
+        (
+            forge_analysis::search::MAX_MATCHES_CEILING,
+            1,
+            forge_analysis::search::MAX_LINE_LEN_CEILING
+        )
+    );
+    let found = search.search_bytes("a", b"x\nx\n");
+    assert_eq!((found.matches.len(), found.truncated), (1, true));
+}
