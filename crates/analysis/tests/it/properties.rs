@@ -35,6 +35,63 @@ fn codeish() -> impl Strategy<Value = String> {
     proptest::collection::vec(piece, 0..80).prop_map(|pieces| pieces.concat())
 }
 
+/// Realistic source per language, exercising the grammars' harder corners (f-strings,
+/// generics, JSX, lifetimes and raw strings, channels, heredocs and brace expansion).
+const SAMPLES: &[(Language, &str)] = &[
+    (
+        Language::Python,
+        "def f(a, b=1, *c, **d):\n    return [x async for x in y if x] + {k: v for k, v in z}\n@dec\nclass A(B, metaclass=M):\n    x: int = f'{a!r:>{w}}'\n",
+    ),
+    (
+        Language::JavaScript,
+        "const f = async ({a, b: [c]}, ...r) => { for await (const x of y) { z?.w ?? `${q}` } }; class A extends B { #p = 1; static { } }\n",
+    ),
+    (
+        Language::Tsx,
+        "let x: Map<string, Array<[number, string?]>> = new Map(); function g<T extends keyof U>(a: T): asserts a is T {}\nconst el = <div a={1}>{x}</div>;\n",
+    ),
+    (
+        Language::Rust,
+        "fn f<'a, T: Fn(&'a str) -> u8>(x: &'a T) -> impl Iterator<Item = u8> + 'a { r#\"raw\"#; b'x'; macro_rules! m { ($e:expr) => {} } }\n",
+    ),
+    (
+        Language::Go,
+        "package p\nfunc (s *S[T]) M(ch <-chan int) (r []map[string]func() error) { select { case x := <-ch: _ = x; default: }; goto L; L: }\n",
+    ),
+    (
+        Language::Shell,
+        "f() { local x=${1:-d}; cat <<-EOF\n\t$x $(echo `a`)\n\tEOF\n[[ $x =~ ^a.*$ ]] && (( x += 1 )); case $x in a|b) ;; esac; arr=( {1..3} ); }\n",
+    ),
+];
+
+/// A sample with a few characters inserted or removed at random.
+fn mutated() -> impl Strategy<Value = (Language, String)> {
+    let edits = proptest::collection::vec(
+        (
+            any::<proptest::sample::Index>(),
+            any::<char>(),
+            any::<bool>(),
+        ),
+        1..8,
+    );
+    (proptest::sample::select(SAMPLES.to_vec()), edits).prop_map(|((language, sample), edits)| {
+        let mut chars: Vec<char> = sample.chars().collect();
+        for (index, ch, insert) in edits {
+            if chars.is_empty() {
+                chars.push(ch);
+                continue;
+            }
+            let at = index.index(chars.len());
+            if insert {
+                chars.insert(at, ch);
+            } else {
+                chars.remove(at);
+            }
+        }
+        (language, chars.into_iter().collect())
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -62,6 +119,13 @@ proptest! {
         let report = brackets(&source, None).unwrap();
         prop_assert!(report.balanced);
         prop_assert_eq!(report.max_depth, depth * 3);
+    }
+
+    #[test]
+    fn mutated_samples_never_panic((language, source) in mutated()) {
+        validate(language, &source).unwrap();
+        functions(language, &source).unwrap();
+        brackets(&source, Some(language)).unwrap();
     }
 
     #[test]
