@@ -136,7 +136,7 @@ fn parse_within(language: Language, source: &str, limit: Duration) -> Result<Tre
             language,
             reason: error.to_string(),
         })?;
-    let deadline = Deadline(Instant::now() + limit);
+    let deadline = Deadline::after(limit);
     let mut progress = |_: &tree_sitter::ParseState| deadline.check();
     let input = parser_input(language, source);
     let bytes: &[u8] = &input;
@@ -176,8 +176,8 @@ fn parser_input(language: Language, source: &str) -> Cow<'_, [u8]> {
 pub(crate) struct Deadline(Instant);
 
 impl Deadline {
-    pub(crate) fn start() -> Self {
-        Self(Instant::now() + PARSE_TIME_LIMIT)
+    pub(crate) fn after(limit: Duration) -> Self {
+        Self(Instant::now() + limit)
     }
 
     pub(crate) fn check(self) -> ControlFlow<()> {

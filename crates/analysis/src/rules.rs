@@ -4,12 +4,13 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{LazyLock, OnceLock};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Query, QueryCursor, QueryCursorOptions, StreamingIterator, Tree};
 
 use crate::language::Language;
-use crate::parse::{Deadline, Position, snippet};
+use crate::parse::{Deadline, PARSE_TIME_LIMIT, Position, snippet};
 
 /// The rules, as shipped: `src/rules.toml` in this crate.
 pub const RULES_TOML: &str = include_str!("rules.toml");
@@ -183,9 +184,18 @@ pub fn check_rules() -> Vec<String> {
 /// Runs every rule for `language` over `tree`; the flag says whether findings were capped
 /// or the time ran out.
 pub(crate) fn findings(language: Language, tree: &Tree, source: &str) -> (Vec<Finding>, bool) {
+    findings_within(language, tree, source, PARSE_TIME_LIMIT)
+}
+
+fn findings_within(
+    language: Language,
+    tree: &Tree,
+    source: &str,
+    limit: Duration,
+) -> (Vec<Finding>, bool) {
     // Compiling the rules (once per process and language) is not the input's time.
     let compiled = compiled(language);
-    let deadline = Deadline::start();
+    let deadline = Deadline::after(limit);
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut truncated = false;
@@ -255,4 +265,26 @@ fn excused(unless: &Query, index: u32, node: Node<'_>, source: &str) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{MAX_FINDINGS, findings_within};
+    use crate::language::Language;
+    use crate::parse::parse;
+
+    #[test]
+    fn rules_stop_at_their_time_limit() {
+        let source = "eval(x)\nos.system(y)\n".repeat(2_000);
+        let tree = parse(Language::Python, &source).unwrap();
+        let (found, truncated) = findings_within(Language::Python, &tree, &source, Duration::ZERO);
+        assert!(truncated);
+        assert!(found.len() < 4_000);
+        let (found, truncated) =
+            findings_within(Language::Python, &tree, &source, Duration::from_mins(1));
+        assert!(truncated, "capped at {MAX_FINDINGS}");
+        assert_eq!(found.len(), MAX_FINDINGS);
+    }
 }
