@@ -10,15 +10,15 @@
 //! callback abandons a parse, or a rule query, that runs longer), and walked without
 //! recursion so deep nesting cannot overflow the stack.
 //!
-//! - [`validate`]: syntax errors (tree-sitter ERROR and MISSING nodes, with positions, the
+//! - [`validate()`]: syntax errors (tree-sitter ERROR and MISSING nodes, with positions, the
 //!   offending text and what was expected) and rule findings. The rules are tree-sitter
 //!   queries kept as data in `src/rules.toml` ([`rules()`]), so strings and comments never
 //!   trigger them, and each carries examples the tests check.
-//! - [`functions`]: functions, methods and the types holding them, with one-line signatures.
-//! - [`brackets`]: bracket balance, skipping strings and comments.
+//! - [`functions()`]: functions, methods and the types holding them, with one-line signatures.
+//! - [`brackets()`]: bracket balance, skipping strings and comments.
 //! - [`SearchQuery`]: a ripgrep matcher compiled once and run over each file's bytes, with
 //!   caps, binary files skipped and [`is_ignored`] folders left out.
-//! - [`detect_stack`]: languages, package managers, frameworks and suggested commands from a
+//! - [`detect_stack()`]: languages, package managers, frameworks and suggested commands from a
 //!   file listing and manifest contents.
 //!
 //! ```

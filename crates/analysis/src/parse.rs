@@ -11,8 +11,8 @@ use tree_sitter::{Node, ParseOptions, Parser, Point, Tree};
 
 use crate::language::Language;
 
-/// The largest source, in bytes, that [`crate::validate`], [`crate::functions`] and
-/// [`crate::brackets`] accept: 2 MiB, far beyond any hand-written file and small enough to
+/// The largest source, in bytes, that [`crate::validate()`], [`crate::functions`] and
+/// [`crate::brackets()`] accept: 2 MiB, far beyond any hand-written file and small enough to
 /// parse in well under a second.
 pub const MAX_SOURCE_BYTES: usize = 2 * 1024 * 1024;
 

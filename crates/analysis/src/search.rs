@@ -4,6 +4,30 @@
 //!
 //! The regex engine runs in time linear in the input, so no pattern can backtrack
 //! catastrophically; its compiled size is capped too.
+//!
+//! ```
+//! use std::path::Path;
+//! use forge_analysis::{SearchQuery, is_ignored};
+//!
+//! let search = SearchQuery { case_insensitive: true, ..SearchQuery::regex(r"todo\b") }.compile()?;
+//! let mut results = search.results();
+//! let files: [(&str, &[u8]); 3] = [
+//!     ("node_modules/x/index.js", b"// TODO"),
+//!     ("logo.png", b"\x89PNG\0todo"),
+//!     ("src/app.py", b"x = 1  # TODO: y\n"),
+//! ];
+//! for (path, bytes) in files {
+//!     if is_ignored(Path::new(path)) {
+//!         continue; // the gateway skips these folders while walking
+//!     }
+//!     if !search.add_file(&mut results, path, bytes) {
+//!         break; // max_matches reached
+//!     }
+//! }
+//! assert_eq!((results.matches.len(), results.binary_files_skipped), (1, 1));
+//! assert_eq!((results.matches[0].line, results.matches[0].column), (1, 10));
+//! # Ok::<(), forge_analysis::SearchError>(())
+//! ```
 
 use std::io;
 use std::path::{Component, Path};

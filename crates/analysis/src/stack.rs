@@ -6,6 +6,26 @@
 //! [`wants_contents`] which files to read, reads those (up to [`MAX_MANIFEST_BYTES`]) and
 //! passes everything to [`detect_stack`]. Nothing here reads a file or runs a command; the
 //! commands are suggestions, as argument vectors for `run_command`.
+//!
+//! ```
+//! use forge_analysis::{Purpose, StackInput, detect_stack, wants_contents};
+//!
+//! let listing = ["package.json", "package-lock.json", "src/index.ts", "node_modules/a/b.js"];
+//! let package = r#"{"scripts": {"test": "jest"}, "dependencies": {"express": "4"}}"#;
+//! let files: Vec<StackInput<'_>> = listing
+//!     .iter()
+//!     .map(|path| match wants_contents(path) {
+//!         true => StackInput::with_contents(path, package), // read from the sandbox
+//!         false => StackInput::path(path),
+//!     })
+//!     .collect();
+//! let stack = detect_stack(&files);
+//! assert_eq!(stack.languages[0].language, "typescript");
+//! assert_eq!(stack.package_managers[0].name, "npm");
+//! assert_eq!(stack.frameworks[0].name, "express");
+//! let test = stack.commands.iter().find(|c| c.purpose == Purpose::Test).unwrap();
+//! assert_eq!(test.argv, ["npm", "test"]);
+//! ```
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
