@@ -128,15 +128,16 @@ fn classify(
         (_, "method_definition" | "method_signature" | "abstract_method_signature") if js => {
             named(SymbolKind::Method)?
         }
-        (_, "variable_declarator") if js => {
-            let value = node.child_by_field_name("value")?;
-            if !matches!(
-                value.kind(),
-                "arrow_function" | "function_expression" | "function" | "generator_function"
-            ) {
-                return None;
-            }
-            named(function_kind)?
+        // `const f = () => …`, `exports.f = function () …`, and class fields holding one.
+        (_, "variable_declarator") if js && holds_function(node, "value") => named(function_kind)?,
+        (_, "assignment_expression") if js && holds_function(node, "right") => {
+            (function_kind, field(node, "left", source)?, None)
+        }
+        (_, "field_definition") if js && holds_function(node, "value") => {
+            (SymbolKind::Method, field(node, "property", source)?, None)
+        }
+        (_, "public_field_definition") if ts && holds_function(node, "value") => {
+            named(SymbolKind::Method)?
         }
         (_, "interface_declaration") if ts => named(SymbolKind::Interface)?,
         (_, "enum_declaration") if ts => named(SymbolKind::Enum)?,
@@ -184,6 +185,16 @@ fn classify(
     })
 }
 
+/// Whether the node's `field` is a function expression (JavaScript and TypeScript).
+fn holds_function(node: Node<'_>, field: &str) -> bool {
+    node.child_by_field_name(field).is_some_and(|value| {
+        matches!(
+            value.kind(),
+            "arrow_function" | "function_expression" | "function" | "generator_function"
+        )
+    })
+}
+
 fn field(node: Node<'_>, name: &str, source: &str) -> Option<String> {
     let child = node.child_by_field_name(name)?;
     source.get(child.byte_range()).map(str::to_owned)
@@ -216,11 +227,18 @@ fn signature(language: Language, node: Node<'_>, source: &str) -> String {
         (Language::Go, "type_spec", Some(fields)) if fields.kind() != "type_spec" => {
             fields.start_byte()
         }
-        (Language::JavaScript | Language::TypeScript | Language::Tsx, "variable_declarator", _) => {
-            node.child_by_field_name("value")
-                .and_then(|v| v.child_by_field_name("body"))
-                .map_or(node.end_byte(), |b| b.start_byte())
-        }
+        (
+            Language::JavaScript | Language::TypeScript | Language::Tsx,
+            "variable_declarator"
+            | "assignment_expression"
+            | "field_definition"
+            | "public_field_definition",
+            _,
+        ) => node
+            .child_by_field_name("value")
+            .or_else(|| node.child_by_field_name("right"))
+            .and_then(|v| v.child_by_field_name("body"))
+            .map_or(node.end_byte(), |b| b.start_byte()),
         (_, _, Some(body)) if body.start_byte() > start => body.start_byte(),
         _ => node.end_byte(),
     };

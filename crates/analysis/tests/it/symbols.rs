@@ -52,6 +52,11 @@ class Counter extends Base {
   static create() { return new Counter(0); }
 }
 function* ids() { yield 1; }
+module.exports.handler = async (event) => { return event; };
+class View {
+  onClick = (e) => { this.clicked = e; };
+  label = 'static text';
+}
 ",
     );
 }
@@ -73,6 +78,10 @@ export abstract class Base {
 export const handler = async (req: Request): Promise<Response> => {
   return new Response("ok");
 };
+class Widget {
+  private render = (): string => "w";
+  count: number = 0;
+}
 "#,
     );
 }
