@@ -8,7 +8,9 @@
 //! Source comes from untrusted agents and is parsed in the server's process, so parsing is
 //! bounded: at most [`MAX_SOURCE_BYTES`], within [`PARSE_TIME_LIMIT`] (tree-sitter's progress
 //! callback abandons a parse, or a rule query, that runs longer), and walked without
-//! recursion so deep nesting cannot overflow the stack.
+//! recursion so deep nesting cannot overflow the stack. The functions are synchronous and
+//! CPU-bound (a large file takes a second or more): call them from a blocking thread
+//! (`tokio::task::spawn_blocking`), not on an async worker.
 //!
 //! - [`validate()`]: syntax errors (tree-sitter ERROR and MISSING nodes, with positions, the
 //!   offending text and what was expected) and rule findings. The rules are tree-sitter

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Query, QueryCursor, QueryCursorOptions, StreamingIterator, Tree};
 
 use crate::language::Language;
-use crate::parse::{Deadline, PARSE_TIME_LIMIT, Position, snippet};
+use crate::parse::{Deadline, LineIndex, PARSE_TIME_LIMIT, Position, snippet};
 
 /// The rules, as shipped: `src/rules.toml` in this crate.
 pub const RULES_TOML: &str = include_str!("rules.toml");
@@ -87,11 +87,20 @@ struct RuleFile {
     rule: Vec<Rule>,
 }
 
+/// One rule compiled alone: how `check_rules` proves each query sound, naming the rule.
 struct Compiled {
-    rule: &'static Rule,
     query: Query,
-    finding: u32,
     unless: Option<(Query, u32)>,
+}
+
+/// A language's rules as one query, so a tree is walked once for all of them.
+struct LanguageRules {
+    query: Query,
+    /// The capture index of `@finding` in `query`.
+    finding: u32,
+    /// For each pattern of `query`, the index of its rule in `rules`.
+    pattern_rule: Vec<usize>,
+    rules: Vec<(&'static Rule, Option<(Query, u32)>)>,
 }
 
 struct RuleSet {
@@ -108,24 +117,56 @@ static RULES: LazyLock<RuleSet> = LazyLock::new(|| {
 });
 
 /// Each language's rules, compiled on first use of that language.
-static COMPILED: [OnceLock<Vec<Compiled>>; Language::ALL.len()] =
+static COMPILED: [OnceLock<LanguageRules>; Language::ALL.len()] =
     [const { OnceLock::new() }; Language::ALL.len()];
 
-fn compiled(language: Language) -> &'static [Compiled] {
+fn compiled(language: Language) -> &'static LanguageRules {
     // `Language::ALL` lists the variants in declaration order.
     COMPILED[language as usize].get_or_init(|| {
-        RULES
-            .rules
-            .iter()
-            .filter(|rule| rule.languages.contains(&language))
-            .map(|rule| {
-                #[expect(
-                    clippy::expect_used,
-                    reason = "every rule's queries are compiled by every test run; a broken one is a build defect"
-                )]
-                compile(rule, language).expect("rule queries compile")
-            })
-            .collect()
+        #[expect(
+            clippy::expect_used,
+            reason = "every language's rules are compiled by every test run; a broken query is a build defect"
+        )]
+        combine(language).expect("rule queries compile")
+    })
+}
+
+/// Compiles every rule of `language` into one query.
+fn combine(language: Language) -> Result<LanguageRules, String> {
+    let mut text = String::new();
+    let mut pattern_rule = Vec::new();
+    let mut rules = Vec::new();
+    for rule in RULES
+        .rules
+        .iter()
+        .filter(|rule| rule.languages.contains(&language))
+    {
+        let alone = compile(rule, language)?;
+        pattern_rule.extend(std::iter::repeat_n(
+            rules.len(),
+            alone.query.pattern_count(),
+        ));
+        rules.push((rule, alone.unless));
+        text.push_str(&rule.query);
+        text.push('\n');
+    }
+    let query = Query::new(&language.grammar(), &text)
+        .map_err(|error| format!("the {language} rules together: {error}"))?;
+    if query.pattern_count() != pattern_rule.len() {
+        return Err(format!(
+            "the {language} rules together have {} patterns, alone {}",
+            query.pattern_count(),
+            pattern_rule.len()
+        ));
+    }
+    let finding = query
+        .capture_index_for_name("finding")
+        .ok_or_else(|| format!("the {language} rules capture no @finding"))?;
+    Ok(LanguageRules {
+        query,
+        finding,
+        pattern_rule,
+        rules,
     })
 }
 
@@ -140,9 +181,12 @@ fn compile(rule: &'static Rule, language: Language) -> Result<Compiled, String> 
     let grammar = language.grammar();
     let query = Query::new(&grammar, &rule.query)
         .map_err(|error| format!("rule {} ({language}): query: {error}", rule.id))?;
-    let finding = query
-        .capture_index_for_name("finding")
-        .ok_or_else(|| format!("rule {} ({language}): query captures no @finding", rule.id))?;
+    if query.capture_index_for_name("finding").is_none() {
+        return Err(format!(
+            "rule {} ({language}): query captures no @finding",
+            rule.id
+        ));
+    }
     let unless = match &rule.unless {
         None => None,
         Some(text) => {
@@ -154,12 +198,7 @@ fn compile(rule: &'static Rule, language: Language) -> Result<Compiled, String> 
             Some((unless, index))
         }
     };
-    Ok(Compiled {
-        rule,
-        query,
-        finding,
-        unless,
-    })
+    Ok(Compiled { query, unless })
 }
 
 /// Compiles every rule for every language it names and reports each problem (a query that
@@ -174,6 +213,13 @@ pub fn check_rules() -> Vec<String> {
         }
         for &language in &rule.languages {
             if let Err(problem) = compile(rule, language) {
+                problems.push(problem);
+            }
+        }
+    }
+    if problems.is_empty() {
+        for language in Language::ALL {
+            if let Err(problem) = combine(language) {
                 problems.push(problem);
             }
         }
@@ -196,52 +242,59 @@ fn findings_within(
     // Compiling the rules (once per process and language) is not the input's time.
     let compiled = compiled(language);
     let deadline = Deadline::after(limit);
+    let lines = LineIndex::new(source);
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut truncated = false;
-    let root = tree.root_node();
-    for compiled in compiled {
-        let mut cursor = QueryCursor::new();
-        cursor.set_match_limit(MATCH_LIMIT);
-        let mut progress = |_: &tree_sitter::QueryCursorState| deadline.check();
-        let options = QueryCursorOptions::new().progress_callback(&mut progress);
-        let mut matches =
-            cursor.matches_with_options(&compiled.query, root, source.as_bytes(), options);
-        while let Some(found) = matches.next() {
-            for capture in found
-                .captures()
-                .iter()
-                .filter(|c| c.index == compiled.finding)
-            {
-                let node = capture.node;
-                if !seen.insert((compiled.rule.id.as_str(), node.id())) {
-                    continue;
-                }
-                if compiled
-                    .unless
-                    .as_ref()
-                    .is_some_and(|(unless, index)| excused(unless, *index, node, source))
-                {
-                    continue;
-                }
-                if out.len() >= MAX_FINDINGS {
-                    truncated = true;
-                    continue;
-                }
-                out.push(Finding {
-                    rule: compiled.rule.id.clone(),
-                    severity: compiled.rule.severity,
-                    message: compiled.rule.message.clone(),
-                    start: Position::of_point(source, node.start_position()),
-                    end: Position::of_point(source, node.end_position()),
-                    snippet: snippet(source, node, 120),
-                });
+    let mut cursor = QueryCursor::new();
+    cursor.set_match_limit(MATCH_LIMIT);
+    let mut progress = |_: &tree_sitter::QueryCursorState| deadline.check();
+    let options = QueryCursorOptions::new().progress_callback(&mut progress);
+    let mut matches = cursor.matches_with_options(
+        &compiled.query,
+        tree.root_node(),
+        source.as_bytes(),
+        options,
+    );
+    while let Some(found) = matches.next() {
+        let Some(&(rule, ref unless)) = compiled
+            .pattern_rule
+            .get(found.pattern_index)
+            .and_then(|index| compiled.rules.get(*index))
+        else {
+            continue;
+        };
+        for capture in found
+            .captures()
+            .iter()
+            .filter(|c| c.index == compiled.finding)
+        {
+            let node = capture.node;
+            if !seen.insert((rule.id.as_str(), node.id())) {
+                continue;
             }
+            if unless
+                .as_ref()
+                .is_some_and(|(unless, index)| excused(unless, *index, node, source))
+            {
+                continue;
+            }
+            if out.len() >= MAX_FINDINGS {
+                truncated = true;
+                continue;
+            }
+            out.push(Finding {
+                rule: rule.id.clone(),
+                severity: rule.severity,
+                message: rule.message.clone(),
+                start: lines.position(node.start_byte()),
+                end: lines.position(node.end_byte()),
+                snippet: snippet(source, node, 120),
+            });
         }
-        if deadline.passed() {
-            truncated = true;
-            break;
-        }
+    }
+    if deadline.passed() {
+        truncated = true;
     }
     out.sort_by(|a, b| (a.start, &a.rule).cmp(&(b.start, &b.rule)));
     (out, truncated)
