@@ -49,8 +49,9 @@ pub struct Symbol {
     pub signature: String,
 }
 
-/// The definitions in `source`, in document order, at most [`MAX_SYMBOLS`]. Source with
-/// syntax errors still yields whatever the parser recovered.
+/// The definitions in `source`, in document order, at most [`MAX_SYMBOLS`] (a result of
+/// exactly that many was cut there). Source with syntax errors still yields whatever the
+/// parser recovered.
 pub fn functions(language: Language, source: &str) -> Result<Vec<Symbol>, AnalysisError> {
     let tree = parse(language, source)?;
     let mut symbols = Vec::new();

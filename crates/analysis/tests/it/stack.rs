@@ -157,6 +157,39 @@ fn go_gin_and_express_monorepo() {
 }
 
 #[test]
+fn spring_boot_and_rails() {
+    let pom = "<project><parent><groupId>org.springframework.boot</groupId><artifactId>spring-boot-starter-parent</artifactId></parent></project>";
+    let gemfile = "source 'https://rubygems.org'\ngem \"rails\", \"~> 7.1\"\ngem 'pg'\ngroup :test do\n  gem 'rspec-rails'\nend\n";
+    let files = listing(
+        &[
+            "backend/pom.xml",
+            "backend/mvnw",
+            "backend/src/main/java/app/Application.java",
+            "backend/src/test/java/app/ApplicationTests.java",
+            "admin/Gemfile",
+            "admin/Gemfile.lock",
+            "admin/app/models/user.rb",
+            "admin/config/routes.rb",
+        ],
+        &[("backend/pom.xml", pom), ("admin/Gemfile", gemfile)],
+    );
+    insta::assert_json_snapshot!("stack_spring_rails", detect_stack(&files));
+}
+
+#[test]
+fn oversized_manifests_are_noted_not_read() {
+    let huge = format!(
+        "{{\"dependencies\": {{\"react\": \"18\"}}, \"pad\": \"{}\"}}",
+        "x".repeat(forge_analysis::MAX_MANIFEST_BYTES)
+    );
+    let files = listing(&["package.json"], &[("package.json", &huge)]);
+    let stack = detect_stack(&files);
+    assert!(stack.frameworks.is_empty());
+    assert_eq!(stack.notes.len(), 1);
+    assert!(stack.notes[0].contains("was not read"), "{:?}", stack.notes);
+}
+
+#[test]
 fn unreadable_manifests_are_noted() {
     let files = listing(
         &["package.json", "index.js"],
