@@ -189,3 +189,26 @@ fn shell_brace_before_wide_character_does_not_crash() {
     let report = validate(Language::Shell, "eval \"é{中}\"\n").unwrap();
     assert_eq!(report.findings[0].snippet, "eval \"é{中}\"");
 }
+
+#[test]
+fn a_flood_of_errors_is_capped() {
+    let source = "f(a b);\n".repeat(5_000);
+    for language in Language::ALL {
+        match validate(language, &source) {
+            Ok(report) if language == Language::Shell => assert!(report.valid),
+            Ok(report) => {
+                assert_eq!(
+                    report.syntax_errors.len(),
+                    forge_analysis::MAX_SYNTAX_ERRORS,
+                    "{language}"
+                );
+                assert!(report.truncated, "{language}");
+            }
+            // A busy machine may not parse error-laden input within the limit: also an answer.
+            Err(error) => assert!(
+                matches!(error, forge_analysis::AnalysisError::TimedOut { .. }),
+                "{error}"
+            ),
+        }
+    }
+}
