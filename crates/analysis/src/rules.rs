@@ -307,6 +307,9 @@ const MATCH_LIMIT: u32 = 256;
 fn excused(unless: &Query, index: u32, node: Node<'_>, source: &str) -> bool {
     let mut cursor = QueryCursor::new();
     cursor.set_match_limit(MATCH_LIMIT);
+    // Only matches rooted at the node itself count, so patterns never start deeper: the
+    // check costs the pattern's size, not the node's (nested calls stay linear).
+    cursor.set_max_start_depth(Some(0));
     let mut matches = cursor.matches(unless, node, source.as_bytes());
     while let Some(found) = matches.next() {
         if found

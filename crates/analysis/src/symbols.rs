@@ -5,7 +5,7 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use crate::language::Language;
-use crate::parse::{AnalysisError, parse};
+use crate::parse::{AnalysisError, parse, shorten};
 
 /// At most this many symbols are returned for one source text.
 pub const MAX_SYMBOLS: usize = 5000;
@@ -196,9 +196,24 @@ fn holds_function(node: Node<'_>, field: &str) -> bool {
     })
 }
 
+/// The text of a field (a name), at most [`NAME_CHARS`] characters of its first line.
 fn field(node: Node<'_>, name: &str, source: &str) -> Option<String> {
     let child = node.child_by_field_name(name)?;
-    source.get(child.byte_range()).map(str::to_owned)
+    let end = child.end_byte().min(child.start_byte() + NAME_CHARS * 4);
+    source
+        .get(child.start_byte()..floor_boundary(source, end))
+        .map(|text| shorten(text, NAME_CHARS))
+}
+
+/// Longer names (a computed assignment target) are cut.
+const NAME_CHARS: usize = 200;
+
+fn floor_boundary(source: &str, mut offset: usize) -> usize {
+    offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
 }
 
 /// The type a Go receiver names, without pointer or type parameters: `(s *Server[T])` → `Server`.
@@ -243,6 +258,9 @@ fn signature(language: Language, node: Node<'_>, source: &str) -> String {
         (_, _, Some(body)) if body.start_byte() > start => body.start_byte(),
         _ => node.end_byte(),
     };
+    // Only the start of a long head is looked at, so nested definitions whose heads
+    // contain each other (default arguments holding functions) stay linear.
+    let end = floor_boundary(source, end.min(start + SIGNATURE_CHARS * 8));
     let head = source.get(start..end).unwrap_or_default();
     let mut collapsed = head.split_whitespace().collect::<Vec<_>>().join(" ");
     while let Some(stripped) = collapsed

@@ -212,3 +212,20 @@ fn a_flood_of_errors_is_capped() {
         }
     }
 }
+
+#[test]
+fn nested_calls_and_definitions_stay_linear() {
+    let depth = 3_000;
+    let source = format!("x = {}f{}\n", "yaml.load(".repeat(depth), ")".repeat(depth));
+    let report = validate(Language::Python, &source).unwrap();
+    assert_eq!(report.findings.len(), forge_analysis::MAX_FINDINGS);
+    assert!(report.truncated);
+
+    let source = format!(
+        "{}0{}\n",
+        "function f(a = function () {}, b = (c = ".repeat(depth),
+        ") => 1) {}".repeat(depth)
+    );
+    let symbols = forge_analysis::functions(Language::JavaScript, &source).unwrap();
+    assert!(symbols.iter().all(|s| s.signature.chars().count() <= 201));
+}
