@@ -1,9 +1,9 @@
-//! Events and the exec log: written to the store by one writer task, in order, off the
+//! Events, the exec log and the connection log: written to the store by one writer task, in order, off the
 //! request's path (a request never waits for them), then broadcast to live subscribers
 //! with the monotonic id the store gave them. `/events` replays from the store after
 //! `Last-Event-ID` and then follows the broadcast, so a client that reconnects misses nothing.
 
-use forge_store::{EventRecord, NewEvent, NewExec, Store};
+use forge_store::{ConnectionRecord, EventRecord, NewEvent, NewExec, Store};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::time::now_ms;
@@ -15,6 +15,7 @@ const BACKLOG: usize = 1024;
 enum Record {
     Event(NewEvent),
     Exec(NewExec),
+    Connection(ConnectionRecord),
     Flush(oneshot::Sender<()>),
 }
 
@@ -54,6 +55,12 @@ impl EventBus {
         let _ = self.writer.send(Record::Exec(entry));
     }
 
+    /// Queues a sandbox's connection attempt for the connection log and the event stream
+    /// (`sandbox.connection`).
+    pub fn log_connection(&self, connection: ConnectionRecord) {
+        let _ = self.writer.send(Record::Connection(connection));
+    }
+
     /// Waits until everything queued so far is written.
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
@@ -89,6 +96,25 @@ async fn write(
             Record::Exec(entry) => {
                 if let Err(err) = store.record_exec(&entry).await {
                     tracing::error!(error = %crate::error::chain(&err), "cannot record an exec");
+                }
+            }
+            Record::Connection(connection) => {
+                if let Err(err) = store.record_connection(&connection).await {
+                    tracing::error!(error = %crate::error::chain(&err), "cannot record a connection");
+                }
+                let event = NewEvent {
+                    kind: "sandbox.connection".to_owned(),
+                    sandbox_id: Some(connection.sandbox_id.clone()),
+                    timestamp_ms: connection.started_at_ms,
+                    data: serde_json::to_value(crate::wire::Connection::from(connection)).ok(),
+                };
+                match store.append_event(&event).await {
+                    Ok(stored) => {
+                        let _ = live.send(stored);
+                    }
+                    Err(err) => {
+                        tracing::error!(error = %crate::error::chain(&err), "cannot record an event");
+                    }
                 }
             }
             Record::Flush(done) => {
