@@ -85,6 +85,25 @@ async fn allowlist_reaches_listed_hosts_only_through_the_proxy() {
     // Only the two allowed requests reached the server; the direct one had no route.
     assert_eq!(internet.hits(), 2);
 
+    // A tunnel to an allowed host cannot carry a TLS handshake for another name. (The
+    // proxy connects before it reads the handshake, so it can answer 502 when the
+    // destination is down; the destination sees a connection but no bytes.)
+    let sni = r"python3 - <<'EOF'
+import socket, ssl
+s = socket.create_connection(('127.0.0.1', 3128))
+s.sendall(b'CONNECT allowed.test:PORT HTTP/1.1\r\n\r\n')
+print(s.recv(100).split(b'\r\n')[0].decode())
+try:
+    ssl.create_default_context().wrap_socket(s, server_hostname='evil.test')
+except OSError:
+    print('handshake refused')
+EOF"
+    .replace("PORT", &port.to_string());
+    assert_eq!(
+        ctx.ok(&id, &sni).await,
+        "HTTP/1.1 200 Connection Established\nhandshake refused\n"
+    );
+
     ctx.backend.destroy(&id).await.unwrap();
     let record =
         |kind, host: &str, address: &str, verdict, reason: Option<&str>, up, down| Connection {
@@ -109,6 +128,15 @@ async fn allowlist_reaches_listed_hosts_only_through_the_proxy() {
     assert_eq!(
         got,
         vec![
+            record(
+                ConnectionKind::Connect,
+                "allowed.test",
+                "127.0.0.2",
+                Verdict::Refused,
+                Some("TLS server name evil.test does not match the CONNECT host allowed.test"),
+                0,
+                0
+            ),
             record(
                 ConnectionKind::Connect,
                 "allowed.test",
