@@ -777,13 +777,25 @@ impl JailBackend {
                 if pasta::pid_file(&sandbox.dir).exists() {
                     return Ok(());
                 }
-                let pid = sandbox.info.init_pid;
+                let (netns, userns) =
+                    match ports::sandbox_namespaces(&sandbox.dir.join("ctl.sock")).await {
+                        Ok(Ok(namespaces)) => namespaces,
+                        Ok(Err(source)) => {
+                            return Err(SandboxError::Operation {
+                                id: id.clone(),
+                                source,
+                            });
+                        }
+                        Err(err) => return Err(self.failure(sandbox, err).await),
+                    };
                 let dir = sandbox.dir.clone();
                 let privileged = self.inner.privileged;
-                tokio::task::spawn_blocking(move || pasta::attach(pid, &dir, privileged))
-                    .await
-                    .map_err(|e| SandboxError::setup("attach pasta", e))?
-                    .map_err(|e| SandboxError::setup("attach pasta for open networking", e))
+                tokio::task::spawn_blocking(move || {
+                    pasta::attach(&netns, &userns, &dir, privileged)
+                })
+                .await
+                .map_err(|e| SandboxError::setup("attach pasta", e))?
+                .map_err(|e| SandboxError::setup("attach pasta for open networking", e))
             }
         }
     }

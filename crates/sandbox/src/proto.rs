@@ -123,6 +123,11 @@ pub enum Request {
         port: u16,
         listen: bool,
     },
+    /// The sandbox's network and user namespaces, for tools the host attaches to them
+    /// (`pasta`): answered by [`Response::Namespaces`] and then two bytes carrying them,
+    /// network first. The init is not dumpable, so the host cannot open them by pid
+    /// without root.
+    Namespaces,
 }
 
 /// What the agent answers.
@@ -166,6 +171,8 @@ pub enum Response {
     },
     /// The socket asked for follows as one byte carrying it.
     Socket,
+    /// The namespaces follow, one byte carrying each.
+    Namespaces,
 }
 
 /// An operation the agent refused or could not complete, classified so the host can map it

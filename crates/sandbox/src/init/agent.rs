@@ -263,6 +263,7 @@ impl Agent {
                 reply(files::glob(&pattern).map(|paths| Response::Paths { paths }))
             }
             Request::Socket { port, listen } => return socket(port, listen, writer).await,
+            Request::Namespaces => return namespaces(writer).await,
             Request::Hello { .. } | Request::Chunk { .. } | Request::End => {
                 error_frame(ErrorKind::Protocol, "unexpected frame outside an upload")
             }
@@ -768,6 +769,22 @@ async fn socket(port: u16, listen: bool, writer: &mut OwnedWriteHalf) -> Result<
     };
     proto::write_frame(writer, &Response::Socket).await?;
     proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&fd)).await?;
+    Ok(())
+}
+
+/// Hands the host this sandbox's network and user namespaces.
+async fn namespaces(writer: &mut OwnedWriteHalf) -> Result<(), FrameError> {
+    let open = |ns: &str| std::fs::File::open(format!("/proc/self/ns/{ns}"));
+    let (net, user) = match (open("net"), open("user")) {
+        (Ok(net), Ok(user)) => (net, user),
+        (Err(err), _) | (_, Err(err)) => {
+            let message = format!("cannot open the sandbox's namespaces: {err}");
+            return proto::write_frame(writer, &error_frame(ErrorKind::Other, message)).await;
+        }
+    };
+    proto::write_frame(writer, &Response::Namespaces).await?;
+    proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&net)).await?;
+    proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&user)).await?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! capabilities, so they cannot remove them. `pasta` daemonises and records its pid beside the
 //! sandbox's directory, from where destroy and recovery stop it.
 
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Command;
 
@@ -48,28 +49,38 @@ fn run(command: &mut Command, what: &str) -> Result<(), String> {
 
 /// Blocks metadata addresses in the sandbox's namespace and attaches `pasta` to it.
 /// Blocking: runs host tools to completion (`pasta` returns once it has daemonised).
-pub(crate) fn attach(init_pid: i32, dir: &Path, privileged: bool) -> Result<(), String> {
-    let pid = init_pid.to_string();
-    // Root holds CAP_NET_ADMIN over every namespace; without root, the sandbox's user
-    // namespace (ours) grants it.
-    let namespaces: &[&str] = if privileged { &["-n"] } else { &["-U", "-n"] };
+///
+/// The namespaces come from the sandbox's init (it is not dumpable, so they cannot be
+/// opened by pid without root); each tool gets them as its stdin (network) and stdout
+/// (user) and names them `/proc/self/fd/0` and `/proc/self/fd/1`.
+pub(crate) fn attach(
+    netns: &OwnedFd,
+    userns: &OwnedFd,
+    dir: &Path,
+    privileged: bool,
+) -> Result<(), String> {
+    let open = |fd: &OwnedFd| {
+        fd.try_clone()
+            .map_err(|err| format!("cannot pass the sandbox's namespaces on: {err}"))
+    };
     for network in BLOCKED {
         let family = if network.contains(':') { "-6" } else { "-4" };
+        let mut nsenter = command("nsenter");
+        nsenter.arg("--net=/proc/self/fd/0");
+        if !privileged {
+            // Root holds CAP_NET_ADMIN over every namespace; without root, entering the
+            // sandbox's user namespace (ours, where this uid is root) grants it.
+            nsenter.args(["--user=/proc/self/fd/1", "--preserve-credentials"]);
+        }
+        nsenter
+            .args(["ip", family, "route", "add", "prohibit", network])
+            .stdin(open(netns)?)
+            .stdout(open(userns)?);
         run(
-            command("nsenter")
-                .args(["-t", &pid])
-                .args(namespaces)
-                .args(["ip", family, "route", "add", "prohibit", network]),
+            &mut nsenter,
             &format!("ip route add prohibit {network} in the sandbox"),
         )?;
     }
-    // The init is not dumpable, so pasta (which drops its capabilities) could not open its
-    // namespaces by pid; it gets them already open, as its stdin and stdout.
-    let open = |ns: &str| {
-        std::fs::File::open(format!("/proc/{pid}/ns/{ns}"))
-            .map_err(|err| format!("cannot open the sandbox's {ns} namespace: {err}"))
-    };
-    let (netns, userns) = (open("net")?, open("user")?);
     let mut pasta = command("pasta");
     pasta
         .args(["--config-net", "--no-map-gw", "--quiet"])
@@ -78,8 +89,8 @@ pub(crate) fn attach(init_pid: i32, dir: &Path, privileged: bool) -> Result<(), 
         .args(["--netns", "/proc/self/fd/0", "--userns", "/proc/self/fd/1"])
         .arg("-P")
         .arg(pid_file(dir))
-        .stdin(netns)
-        .stdout(userns);
+        .stdin(open(netns)?)
+        .stdout(open(userns)?);
     if privileged {
         // As root, pasta would switch to `nobody`, which may not enter the sandbox's user
         // namespace.

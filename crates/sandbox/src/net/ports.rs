@@ -25,6 +25,24 @@ pub(crate) async fn sandbox_socket(
     }
 }
 
+/// Asks a sandbox's init for its network and user namespaces.
+pub(crate) async fn sandbox_namespaces(
+    control: &Path,
+) -> Result<Result<(OwnedFd, OwnedFd), RemoteError>, FrameError> {
+    let mut connection = Connection::open(control).await?;
+    match connection.call(&Request::Namespaces).await? {
+        Response::Namespaces => {
+            let net = connection.receive_fd().await?;
+            let user = connection.receive_fd().await?;
+            Ok(Ok((net, user)))
+        }
+        Response::Error(err) => Ok(Err(err)),
+        _ => Err(FrameError::Unexpected {
+            expected: "namespaces",
+        }),
+    }
+}
+
 /// Turns a descriptor the init passed into a tokio stream.
 pub(crate) fn stream(fd: OwnedFd) -> std::io::Result<TcpStream> {
     let stream = std::net::TcpStream::from(fd);
