@@ -45,7 +45,7 @@ pub(crate) async fn connections(
 /// Expose a sandbox port on the host.
 #[utoipa::path(post, path = "/sandboxes/{id}/ports", tag = "sandboxes", params(("id" = String, Path)), request_body = wire::ExposeRequest,
     responses((status = 201, body = wire::PortForward), (status = 400, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
-pub(crate) async fn expose(
+pub(crate) async fn expose_port(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Json(request): Json<wire::ExposeRequest>,
@@ -73,7 +73,7 @@ pub(crate) async fn expose(
 /// The sandbox's exposed ports.
 #[utoipa::path(get, path = "/sandboxes/{id}/ports", tag = "sandboxes", params(("id" = String, Path)),
     responses((status = 200, body = [wire::PortForward]), (status = 404, body = wire::ErrorBody)))]
-pub(crate) async fn list(
+pub(crate) async fn list_ports(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<Vec<wire::PortForward>>, ApiError> {
@@ -86,7 +86,7 @@ pub(crate) async fn list(
 /// Stop exposing a sandbox port.
 #[utoipa::path(delete, path = "/sandboxes/{id}/ports/{port}", tag = "sandboxes", params(("id" = String, Path), ("port" = u16, Path)),
     responses((status = 204), (status = 404, body = wire::ErrorBody)))]
-pub(crate) async fn remove(
+pub(crate) async fn remove_port(
     State(state): State<AppState>,
     Path((id, port)): Path<(String, u16)>,
 ) -> Result<StatusCode, ApiError> {
