@@ -760,12 +760,12 @@ impl JailBackend {
                     .set_nonblocking(true)
                     .and_then(|()| tokio::net::TcpListener::from_std(listener))
                     .map_err(|e| SandboxError::setup("take the egress proxy's listener", e))?;
-                let context = Arc::new(proxy::ProxyContext {
-                    sandbox: id.clone(),
+                let context = Arc::new(proxy::ProxyContext::new(
+                    id.clone(),
                     allowlist,
-                    resolver: self.inner.config.resolver.clone(),
-                    log: self.inner.connections.clone(),
-                });
+                    self.inner.config.resolver.clone(),
+                    self.inner.connections.clone(),
+                ));
                 if let Ok(mut proxy) = sandbox.net.proxy.lock()
                     && let Some(old) = proxy.replace(proxy::spawn(listener, context))
                 {

@@ -59,6 +59,8 @@ pub(crate) fn spawn(
     tokio::spawn(async move {
         loop {
             let Ok((inbound, _)) = listener.accept().await else {
+                // Out of descriptors, most likely: let some close before trying again.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             };
             let control = control.clone();

@@ -25,6 +25,10 @@ const MAX_HEAD: usize = 64 << 10;
 /// a direct connection.
 const RELAY_BUFFER: usize = 256 << 10;
 
+/// Connections one sandbox may hold open through its proxy at once, so that a sandbox
+/// cannot exhaust the host's descriptors.
+const MAX_CONNECTIONS: usize = 512;
+
 /// What a sandbox's proxy needs to judge and log its connections.
 #[derive(Debug)]
 pub(crate) struct ProxyContext {
@@ -32,16 +36,49 @@ pub(crate) struct ProxyContext {
     pub(crate) allowlist: Allowlist,
     pub(crate) resolver: Resolver,
     pub(crate) log: broadcast::Sender<Connection>,
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl ProxyContext {
+    pub(crate) fn new(
+        sandbox: SandboxId,
+        allowlist: Allowlist,
+        resolver: Resolver,
+        log: broadcast::Sender<Connection>,
+    ) -> Self {
+        Self {
+            sandbox,
+            allowlist,
+            resolver,
+            log,
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+        }
+    }
 }
 
 /// Accepts connections on the listener the sandbox's init made, until aborted.
 pub(crate) fn spawn(listener: TcpListener, context: Arc<ProxyContext>) -> tokio::task::AbortHandle {
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                // Out of descriptors, most likely: let some close before trying again.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             };
-            tokio::spawn(serve(stream, context.clone()));
+            let Ok(slot) = context.slots.clone().try_acquire_owned() else {
+                let body = format!(
+                    "forge: this sandbox already has {MAX_CONNECTIONS} connections open through its proxy"
+                );
+                tokio::spawn(async move {
+                    let _ = respond(&mut stream, "503 Service Unavailable", &body).await;
+                });
+                continue;
+            };
+            let context = context.clone();
+            tokio::spawn(async move {
+                serve(stream, context).await;
+                drop(slot);
+            });
         }
     })
     .abort_handle()
