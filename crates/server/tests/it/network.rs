@@ -182,3 +182,42 @@ async fn exposed_ports_answer_from_the_host_until_removed() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_templates_allowed_hosts_make_its_sandboxes_allowlist_sandboxes() {
+    let ctx = Ctx::new(with_names).await;
+    let internet = TestServer::start("127.0.0.2:0", "via the template");
+    let (status, body) = ctx
+        .send(
+            "POST",
+            "/api/v1/templates",
+            r#"{"name":"egress","image":"host","allowed_hosts":["allowed.test","127.0.0.2/32"]}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = ctx
+        .send("POST", "/api/v1/templates/egress/spawn", "{}")
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let command = format!(
+        "echo $HTTPS_PROXY; curl -sS http://allowed.test:{}/; echo; curl -sS -m 2 --noproxy '*' http://127.0.0.2:{}/ >/dev/null 2>&1 || echo no route",
+        internet.addr.port(),
+        internet.addr.port()
+    );
+    let (status, body) = ctx
+        .send(
+            "POST",
+            &format!("/api/v1/sandboxes/{id}/exec"),
+            &json!({ "command": command }).to_string(),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["stdout"]),
+        (
+            StatusCode::OK,
+            &json!("http://127.0.0.1:3128\nvia the template\nno route\n")
+        ),
+        "{body}"
+    );
+}
