@@ -214,9 +214,14 @@ pub(crate) struct RunArgs {
     /// `forge serve`).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// Network mode: none (loopback only), allowlist or open.
+    /// Network mode: none (loopback only), allowlist (through Forge's egress proxy, to the
+    /// --allow destinations) or open.
     #[arg(long, default_value = "none")]
     pub(crate) network: String,
+    /// A destination for --network allowlist (repeatable): a host, `*.example.org`, an
+    /// address or CIDR, each with an optional `:port`. Implies --network allowlist.
+    #[arg(long = "allow", value_name = "HOST")]
+    pub(crate) allow: Vec<String>,
     /// Extra environment variables, as NAME=VALUE.
     #[arg(short, long = "env", value_name = "NAME=VALUE")]
     pub(crate) env: Vec<String>,
