@@ -38,6 +38,8 @@ pub(crate) enum Command {
     Snapshot(SnapshotArgs),
     /// Start a copy-on-write copy of a sandbox on a server.
     Fork(ForkArgs),
+    /// Expose a sandbox port on the host and print the host address (or list, or remove).
+    Port(PortArgs),
     /// Run commands in sandboxes.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -164,6 +166,22 @@ pub(crate) struct ForkArgs {
     pub(crate) ttl: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct PortArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// The sandbox.
+    pub(crate) id: String,
+    /// The port inside the sandbox; without it, the exposed ports are listed.
+    pub(crate) port: Option<u16>,
+    /// The host port (default: a free one).
+    #[arg(long, value_name = "PORT")]
+    pub(crate) host_port: Option<u16>,
+    /// Stop exposing the port instead.
+    #[arg(long)]
+    pub(crate) remove: bool,
+}
+
 /// Where sandboxes keep their state.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct DataDirArg {
@@ -196,9 +214,14 @@ pub(crate) struct RunArgs {
     /// `forge serve`).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// Network mode: none (loopback only), allowlist or open.
+    /// Network mode: none (loopback only), allowlist (through Forge's egress proxy, to the
+    /// --allow destinations) or open.
     #[arg(long, default_value = "none")]
     pub(crate) network: String,
+    /// A destination for --network allowlist (repeatable): a host, `*.example.org`, an
+    /// address or CIDR, each with an optional `:port`. Implies --network allowlist.
+    #[arg(long = "allow", value_name = "HOST")]
+    pub(crate) allow: Vec<String>,
     /// Extra environment variables, as NAME=VALUE.
     #[arg(short, long = "env", value_name = "NAME=VALUE")]
     pub(crate) env: Vec<String>,
@@ -231,6 +254,26 @@ pub(crate) enum BenchCommand {
     Server(BenchServerArgs),
     /// A cold start on an image's layers against one on the host base.
     Image(BenchImageArgs),
+    /// The egress proxy's throughput and added latency against a direct connection.
+    Net(BenchNetArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchNetArgs {
+    /// Size of the download, in megabytes.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) megabytes: u64,
+    /// Downloads per path (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) rounds: usize,
+    /// Small requests per path, for the added latency.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) requests: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
 }
 
 #[derive(Debug, Args)]

@@ -82,6 +82,16 @@ impl fmt::Display for Host {
     }
 }
 
+/// Why an address is not a public internet destination (loopback, private, link-local
+/// where cloud metadata services live, …), or `None` for an ordinary address.
+pub fn special_address(ip: IpAddr) -> Option<&'static str> {
+    let host = Host::Ip(canonical_ip(ip));
+    if host.is_loopback() {
+        return Some("a loopback address");
+    }
+    host.internal()
+}
+
 /// Name suffixes that only resolve on local networks (RFC 6762 mDNS, RFC 8375, and the
 /// `.internal` top-level domain reserved for private use, where cloud metadata names live).
 const INTERNAL_SUFFIXES: [&str; 3] = [".local", ".internal", ".home.arpa"];
@@ -312,6 +322,19 @@ impl HostPattern {
         &self.source
     }
 
+    /// Whether a destination, spelled as a client sent it (`Example.org`, `[::1]`), on `port`
+    /// matches. A destination that is not a valid host matches nothing.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        Host::parse(host).is_ok_and(|host| self.matches(&host, Some(port)))
+    }
+
+    /// Whether an address on `port` matches an address or network pattern. Name patterns
+    /// never match addresses: listing a name does not vouch for where it resolves.
+    pub fn allows_address(&self, ip: IpAddr, port: u16) -> bool {
+        matches!(self.kind, PatternKind::Ip(_) | PatternKind::Net(_))
+            && self.matches(&Host::Ip(canonical_ip(ip)), Some(port))
+    }
+
     /// Whether a destination matches. A pattern with a port does not match a destination
     /// without one: an unknown port is not the listed port.
     pub(crate) fn matches(&self, host: &Host, port: Option<u16>) -> bool {
@@ -510,6 +533,39 @@ mod tests {
             .filter(|(p, h, port, want)| pattern(p).matches(&host(h), *port) != *want)
             .collect();
         assert_eq!(wrong, Vec::<&(&str, &str, Option<u16>, bool)>::new());
+    }
+
+    #[test]
+    fn addresses_match_only_address_patterns() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        let got = [
+            pattern("127.0.0.2/32").allows_address(ip("127.0.0.2"), 80),
+            pattern("127.0.0.2:80").allows_address(ip("127.0.0.2"), 81),
+            pattern("localhost").allows_address(ip("127.0.0.1"), 80),
+            pattern("*.example.org").allows("WWW.example.org", 443),
+            pattern("example.org").allows("not a host", 443),
+        ];
+        assert_eq!(got, [true, false, false, true, false]);
+        let special: Vec<_> = [
+            "127.0.0.1",
+            "::1",
+            "169.254.169.254",
+            "fd00:ec2::254",
+            "8.8.8.8",
+        ]
+        .into_iter()
+        .map(|text| special_address(ip(text)))
+        .collect();
+        assert_eq!(
+            special,
+            [
+                Some("a loopback address"),
+                Some("a loopback address"),
+                Some("a link-local address, where cloud metadata services live"),
+                Some("a unique local address, where cloud metadata services live"),
+                None
+            ]
+        );
     }
 
     #[test]

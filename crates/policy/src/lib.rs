@@ -56,7 +56,7 @@ pub mod secrets;
 pub use call::{Access, Destination, PathUse, SessionUsage, ToolCall};
 pub use ceilings::Ceilings;
 pub use decision::{Decision, Verdict};
-pub use host::HostPattern;
+pub use host::{HostPattern, special_address};
 pub use pattern::{Glob, PatternError};
 pub use policy::{Network, Policy, PolicyError};
 pub use rule::{Examples, Rule};

@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 use forge_types::{
-    ExecEvent, ExecRequest, ExecResult, FileInfo, ImageInfo, ProcessId, ProcessInfo, ProcessOutput,
-    ProcessSpec, PtySize, SandboxId, SandboxInfo, SandboxSpec, SandboxStats, SpecError,
+    Connection, ExecEvent, ExecRequest, ExecResult, FileInfo, ImageInfo, PortForward, ProcessId,
+    ProcessInfo, ProcessOutput, ProcessSpec, PtySize, SandboxId, SandboxInfo, SandboxSpec,
+    SandboxStats, SpecError,
 };
 use futures::stream::BoxStream;
 
@@ -182,4 +183,38 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// A new sandbox with the same spec whose file system starts as a copy-on-write copy of
     /// the sandbox's current one; later writes on either side are invisible to the other.
     async fn fork(&self, id: &SandboxId) -> Result<SandboxInfo, SandboxError>;
+
+    /// Every egress connection attempt of the backend's sandboxes from now on, allowed or
+    /// refused; `None` when the backend records none.
+    fn connection_log(&self) -> Option<tokio::sync::broadcast::Receiver<Connection>> {
+        None
+    }
+
+    /// Makes the sandbox's `port` (on its loopback) reachable at `host` on the host
+    /// (port 0 picks a free one).
+    async fn expose_port(
+        &self,
+        id: &SandboxId,
+        port: u16,
+        host: std::net::SocketAddr,
+    ) -> Result<PortForward, SandboxError> {
+        let _ = (id, port, host);
+        Err(SandboxError::Unsupported {
+            feature: "exposing ports".into(),
+        })
+    }
+
+    /// The sandbox's exposed ports.
+    async fn ports(&self, id: &SandboxId) -> Result<Vec<PortForward>, SandboxError> {
+        let _ = id;
+        Ok(Vec::new())
+    }
+
+    /// Stops exposing a port; connections already made keep running.
+    async fn unexpose_port(&self, id: &SandboxId, port: u16) -> Result<(), SandboxError> {
+        let _ = (id, port);
+        Err(SandboxError::Unsupported {
+            feature: "exposing ports".into(),
+        })
+    }
 }

@@ -58,6 +58,11 @@ impl Connection {
         self.send(request).await?;
         self.receive().await
     }
+
+    /// The descriptor that follows a [`Response::Socket`].
+    pub(crate) async fn receive_fd(&mut self) -> Result<std::os::fd::OwnedFd, FrameError> {
+        Ok(proto::receive_fd(self.reader.as_ref()).await?)
+    }
 }
 
 /// The connections of one sandbox.

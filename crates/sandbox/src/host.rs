@@ -147,6 +147,22 @@ impl HostReport {
                 "not available".to_owned()
             },
         });
+        let missing: Vec<&str> = ["pasta", "nsenter", "ip"]
+            .into_iter()
+            .filter(|tool| !on_path(tool))
+            .collect();
+        checks.push(Check {
+            name: "network",
+            ok: missing.is_empty(),
+            detail: if missing.is_empty() {
+                "pasta, nsenter and ip found: sandboxes may use network mode \"open\"".to_owned()
+            } else {
+                format!(
+                    "{} not found: network mode \"open\" is unavailable (apt-get install passt iproute2 util-linux)",
+                    missing.join(", ")
+                )
+            },
+        });
         let kvm = kvm();
         checks.push(Check {
             name: "kvm",
@@ -194,6 +210,11 @@ fn kvm() -> Kvm {
     } else {
         Kvm::Paravirtual
     }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 fn read_trimmed(path: &str) -> Option<String> {

@@ -15,21 +15,24 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use forge_types::{
-    ExecEvent, ExecRequest, ExecResult, FileInfo, NetworkMode, ProcessId, ProcessInfo,
+    ExecEvent, ExecRequest, ExecResult, FileInfo, NetworkMode, PortForward, ProcessId, ProcessInfo,
     ProcessOutput, ProcessSpec, ProcessState, PtySize, SandboxId, SandboxInfo, SandboxSpec,
     SandboxStats,
 };
 use fs_err as fs;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::backend::{Backend, ExecStream, SandboxError};
 use crate::cgroup::{CgroupLayout, CgroupRoot, SandboxCgroup};
 use crate::client::{AgentClient, Connection};
 use crate::helper::{Helper, HelperCommand, Spawned};
 use crate::image::Images;
+use crate::net::{Allowlist, PROXY_PORT, Resolver, pasta, ports, proxy};
 use crate::plan::{IdRange, Overlay, SpawnPlan};
-use crate::proto::{CHUNK, FrameError, Request, Response};
+use crate::proto::{CHUNK, ErrorKind, FrameError, RemoteError, Request, Response};
 use forge_image::{Commit, IdShift, Image, ImageStore, RegistryConfig};
 use forge_types::{ImageInfo, ImageSource};
 
@@ -67,6 +70,8 @@ pub struct JailConfig {
     pub cgroup_name: String,
     /// Registries, mirrors and credentials for images that are not in the store yet.
     pub registries: RegistryConfig,
+    /// How the egress proxy of allowlist sandboxes resolves destination names.
+    pub resolver: Resolver,
 }
 
 impl JailConfig {
@@ -79,6 +84,7 @@ impl JailConfig {
             uid_base: 1 << 20,
             cgroup_name,
             registries: RegistryConfig::default(),
+            resolver: Resolver::default(),
         }
     }
 }
@@ -113,6 +119,28 @@ struct Sandbox {
     client: AgentClient,
     pidfd: OwnedFd,
     cgroup: Option<SandboxCgroup>,
+    net: SandboxNet,
+}
+
+/// The host-side tasks of a sandbox's network: its egress proxy and its port forwards.
+#[derive(Debug, Default)]
+struct SandboxNet {
+    proxy: Mutex<Option<AbortHandle>>,
+    ports: Mutex<BTreeMap<u16, (PortForward, JoinHandle<()>)>>,
+}
+
+impl SandboxNet {
+    /// Stops accepting for the sandbox; connections in flight end with its processes.
+    fn close(&self) {
+        if let Some(proxy) = self.proxy.lock().ok().and_then(|mut p| p.take()) {
+            proxy.abort();
+        }
+        if let Ok(mut ports) = self.ports.lock() {
+            for (_, (_, task)) in std::mem::take(&mut *ports) {
+                task.abort();
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -131,6 +159,8 @@ struct Inner {
     /// Where destroyed sandboxes' directories wait for the janitor.
     trash_dir: PathBuf,
     janitor: Arc<Janitor>,
+    /// Every egress connection attempt of every allowlist sandbox.
+    connections: broadcast::Sender<forge_types::Connection>,
 }
 
 /// Removes what destroyed sandboxes leave behind (their directory, their cgroups) in the
@@ -279,6 +309,7 @@ impl JailBackend {
                 slots: Mutex::new(BTreeSet::new()),
                 trash_dir,
                 janitor: Arc::new(Janitor::default()),
+                connections: broadcast::channel(crate::net::LOG_CAPACITY).0,
             }),
         })
     }
@@ -357,13 +388,19 @@ impl JailBackend {
                 continue;
             }
             if let Some(sandbox) = self.adopt(&id, &dir).await {
+                let sandbox = Arc::new(sandbox);
+                // The proxy's listener died with the previous process; the init makes a
+                // new one. (An open sandbox's pasta kept running on its own.)
+                if let Err(err) = self.start_network(&sandbox).await {
+                    tracing::warn!(sandbox = %id, error = %err, "cannot restore the sandbox's network");
+                }
                 if let Some(slot) = sandbox.slot
                     && let Ok(mut slots) = self.inner.slots.lock()
                 {
                     slots.insert(slot);
                 }
                 if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
-                    sandboxes.insert(id.clone(), Arc::new(sandbox));
+                    sandboxes.insert(id.clone(), sandbox);
                 }
                 recovery.adopted.push(id);
             } else {
@@ -371,6 +408,7 @@ impl JailBackend {
                 let store = self.image_store().clone();
                 let holder = id.to_string();
                 let _ = tokio::task::spawn_blocking(move || {
+                    pasta::stop(&dir);
                     let _ = store.release(&holder);
                     // Any process still in the cgroup belongs to the dead sandbox.
                     kill_cgroup_members(&cgroup);
@@ -455,6 +493,7 @@ impl JailBackend {
             dir: dir.to_owned(),
             client,
             pidfd,
+            net: SandboxNet::default(),
         })
     }
 
@@ -708,6 +747,76 @@ impl JailBackend {
         })
     }
 
+    /// Connects a new (or adopted) sandbox to the network its spec asks for.
+    async fn start_network(&self, sandbox: &Sandbox) -> Result<(), SandboxError> {
+        let id = &sandbox.info.id;
+        match sandbox.info.spec.network {
+            NetworkMode::None => Ok(()),
+            NetworkMode::Allowlist => {
+                let allowlist = Allowlist::parse(&sandbox.info.spec.allowed_hosts)?;
+                let fd = self.sandbox_socket(sandbox, PROXY_PORT, true).await?;
+                let listener = std::net::TcpListener::from(fd);
+                let listener = listener
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::TcpListener::from_std(listener))
+                    .map_err(|e| SandboxError::setup("take the egress proxy's listener", e))?;
+                let context = Arc::new(proxy::ProxyContext::new(
+                    id.clone(),
+                    allowlist,
+                    self.inner.config.resolver.clone(),
+                    self.inner.connections.clone(),
+                ));
+                if let Ok(mut proxy) = sandbox.net.proxy.lock()
+                    && let Some(old) = proxy.replace(proxy::spawn(listener, context))
+                {
+                    old.abort();
+                }
+                Ok(())
+            }
+            NetworkMode::Open => {
+                if pasta::pid_file(&sandbox.dir).exists() {
+                    return Ok(());
+                }
+                let (netns, userns) =
+                    match ports::sandbox_namespaces(&sandbox.dir.join("ctl.sock")).await {
+                        Ok(Ok(namespaces)) => namespaces,
+                        Ok(Err(source)) => {
+                            return Err(SandboxError::Operation {
+                                id: id.clone(),
+                                source,
+                            });
+                        }
+                        Err(err) => return Err(self.failure(sandbox, err).await),
+                    };
+                let dir = sandbox.dir.clone();
+                let privileged = self.inner.privileged;
+                tokio::task::spawn_blocking(move || {
+                    pasta::attach(&netns, &userns, &dir, privileged)
+                })
+                .await
+                .map_err(|e| SandboxError::setup("attach pasta", e))?
+                .map_err(|e| SandboxError::setup("attach pasta for open networking", e))
+            }
+        }
+    }
+
+    /// A socket the sandbox's init made on the sandbox's loopback.
+    async fn sandbox_socket(
+        &self,
+        sandbox: &Sandbox,
+        port: u16,
+        listen: bool,
+    ) -> Result<OwnedFd, SandboxError> {
+        match ports::sandbox_socket(&sandbox.dir.join("ctl.sock"), port, listen).await {
+            Ok(Ok(fd)) => Ok(fd),
+            Ok(Err(source)) => Err(SandboxError::Operation {
+                id: sandbox.info.id.clone(),
+                source,
+            }),
+            Err(err) => Err(self.failure(sandbox, err).await),
+        }
+    }
+
     /// Turns a failed exchange into the right error: the sandbox is gone if its init died.
     async fn failure(&self, sandbox: &Sandbox, err: FrameError) -> SandboxError {
         if wait_exit(&sandbox.pidfd, Duration::from_millis(250)).await {
@@ -875,6 +984,9 @@ fn sandbox_env(
     env.extend(image_env);
     env.insert("HOSTNAME".into(), id.to_string());
     env.insert("FORGE_SANDBOX_ID".into(), id.to_string());
+    if spec.network == NetworkMode::Allowlist {
+        env.extend(crate::net::proxy_env());
+    }
     env.extend(spec.env.clone());
     env
 }
@@ -1003,11 +1115,7 @@ impl Backend for JailBackend {
 
     async fn create(&self, spec: SandboxSpec) -> Result<SandboxInfo, SandboxError> {
         spec.validate()?;
-        if spec.network != NetworkMode::None {
-            return Err(SandboxError::Unsupported {
-                feature: format!("network mode {:?}", spec.network.as_str()),
-            });
-        }
+        Allowlist::parse(&spec.allowed_hosts)?;
         if let Some(workspace) = &spec.workspace
             && !workspace.is_dir()
         {
@@ -1057,6 +1165,7 @@ impl Backend for JailBackend {
             client,
             pidfd: started.pidfd,
             cgroup: started.cgroup,
+            net: SandboxNet::default(),
         });
         if let Ok(json) = serde_json::to_vec(&record) {
             let _ = std::fs::write(sandbox.dir.join("sandbox.json"), json);
@@ -1066,9 +1175,97 @@ impl Backend for JailBackend {
             .client
             .release(Connection::established(started.control));
         if let Ok(mut sandboxes) = self.inner.sandboxes.write() {
-            sandboxes.insert(id, sandbox);
+            sandboxes.insert(id.clone(), sandbox.clone());
+        }
+        if let Err(err) = self.start_network(&sandbox).await {
+            let _ = self.destroy(&id).await;
+            return Err(err);
         }
         Ok(info)
+    }
+
+    fn connection_log(&self) -> Option<broadcast::Receiver<forge_types::Connection>> {
+        Some(self.inner.connections.subscribe())
+    }
+
+    async fn expose_port(
+        &self,
+        id: &SandboxId,
+        port: u16,
+        host: std::net::SocketAddr,
+    ) -> Result<PortForward, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        if port == 0 {
+            return Err(forge_types::SpecError::new("port", "must be from 1 to 65535").into());
+        }
+        if let Some(forward) = sandbox
+            .net
+            .ports
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&port).map(|(f, _)| f.clone()))
+        {
+            return Err(SandboxError::Operation {
+                id: id.clone(),
+                source: RemoteError::new(
+                    ErrorKind::AlreadyExists,
+                    format!("port {port} is already exposed on {}", forward.host_address),
+                ),
+            });
+        }
+        let listener = tokio::net::TcpListener::bind(host).await.map_err(|err| {
+            SandboxError::InvalidSpec(forge_types::SpecError::new(
+                "host_port",
+                format!("cannot listen on {host}: {err}"),
+            ))
+        })?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| SandboxError::setup("read the forward's address", e))?;
+        let forward = PortForward {
+            port,
+            host_address: address.to_string(),
+        };
+        let task = ports::spawn(listener, sandbox.dir.join("ctl.sock"), port);
+        if let Ok(mut ports) = sandbox.net.ports.lock() {
+            ports.insert(port, (forward.clone(), task));
+        }
+        Ok(forward)
+    }
+
+    async fn ports(&self, id: &SandboxId) -> Result<Vec<PortForward>, SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        Ok(sandbox
+            .net
+            .ports
+            .lock()
+            .map(|p| p.values().map(|(f, _)| f.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    async fn unexpose_port(&self, id: &SandboxId, port: u16) -> Result<(), SandboxError> {
+        let sandbox = self.sandbox(id)?;
+        let removed = sandbox
+            .net
+            .ports
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&port));
+        match removed {
+            Some((_, task)) => {
+                // Waiting for the task drops its listener before the caller goes on.
+                task.abort();
+                let _ = task.await;
+                Ok(())
+            }
+            None => Err(SandboxError::Operation {
+                id: id.clone(),
+                source: RemoteError::new(
+                    ErrorKind::NotFound,
+                    format!("port {port} is not exposed"),
+                ),
+            }),
+        }
     }
 
     async fn destroy(&self, id: &SandboxId) -> Result<(), SandboxError> {
@@ -1080,6 +1277,8 @@ impl Backend for JailBackend {
             .and_then(|mut s| s.remove(id))
             .ok_or_else(|| SandboxError::NotFound { id: id.clone() })?;
         sandbox.client.close();
+        sandbox.net.close();
+        pasta::stop(&sandbox.dir);
         // Killing a pid namespace's init kills every process in it.
         let _ = rustix::process::pidfd_send_signal(&sandbox.pidfd, rustix::process::Signal::KILL);
         if !wait_exit(&sandbox.pidfd, Duration::from_secs(10)).await {

@@ -116,6 +116,18 @@ pub enum Request {
     Glob {
         pattern: String,
     },
+    /// A TCP socket made in the sandbox's network namespace, for the host to use: a listener
+    /// on `127.0.0.1:port` (`listen`), or a connection to it. Answered by
+    /// [`Response::Socket`] and then one byte carrying the descriptor ([`send_fd`]).
+    Socket {
+        port: u16,
+        listen: bool,
+    },
+    /// The sandbox's network and user namespaces, for tools the host attaches to them
+    /// (`pasta`): answered by [`Response::Namespaces`] and then two bytes carrying them,
+    /// network first. The init is not dumpable, so the host cannot open them by pid
+    /// without root.
+    Namespaces,
 }
 
 /// What the agent answers.
@@ -157,6 +169,10 @@ pub enum Response {
     Paths {
         paths: Vec<String>,
     },
+    /// The socket asked for follows as one byte carrying it.
+    Socket,
+    /// The namespaces follow, one byte carrying each.
+    Namespaces,
 }
 
 /// An operation the agent refused or could not complete, classified so the host can map it
@@ -263,6 +279,71 @@ where
 {
     writer.write_all(&encode(message)?).await?;
     Ok(())
+}
+
+/// Sends a descriptor after a frame: one byte with `SCM_RIGHTS` ancillary data.
+pub async fn send_fd(
+    stream: &tokio::net::UnixStream,
+    fd: std::os::fd::BorrowedFd<'_>,
+) -> io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    loop {
+        stream.writable().await?;
+        let fds = [fd];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            rustix::net::sendmsg(
+                stream,
+                &[io::IoSlice::new(&[0])],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            )
+            .map_err(io::Error::from)
+        });
+        match sent {
+            Ok(_) => return Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Receives the descriptor [`send_fd`] sent.
+pub async fn receive_fd(stream: &tokio::net::UnixStream) -> io::Result<std::os::fd::OwnedFd> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    loop {
+        stream.readable().await?;
+        let mut byte = [0u8; 1];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let received = stream.try_io(tokio::io::Interest::READABLE, || {
+            rustix::net::recvmsg(
+                stream,
+                &mut [io::IoSliceMut::new(&mut byte)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            )
+            .map_err(io::Error::from)
+        });
+        match received {
+            Ok(received) if received.bytes == 0 => {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok(_) => {
+                return control
+                    .drain()
+                    .find_map(|message| match message {
+                        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+                        _ => None,
+                    })
+                    .ok_or_else(|| io::Error::other("no descriptor came with the socket"));
+            }
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 /// Blocking twin of [`read_frame`], for the helper process that runs no async runtime.

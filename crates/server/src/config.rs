@@ -22,6 +22,11 @@
 //! queue_timeout = "30s"
 //! queue_depth = 64
 //!
+//! [network]
+//! port_bind = "127.0.0.1"      # where exposed sandbox ports listen; beyond loopback needs a key
+//! [network.hosts]              # names the egress proxy resolves itself, before DNS
+//! "pypi.internal.example" = ["203.0.113.7"]
+//!
 //! [images]
 //! pull_missing = true          # spawning an image not in the store pulls it
 //! platform = "linux/amd64"     # from multi-platform images; the host's by default
@@ -34,7 +39,8 @@
 //! password = "…"               # or `docker login`'s ~/.docker/config.json
 //! ```
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -90,6 +96,10 @@ pub struct ServerConfig {
     pub registries: forge_image::RegistryConfig,
     /// Largest archive `POST /images/import` accepts.
     pub max_image_bytes: u64,
+    /// The address exposed sandbox ports listen on.
+    pub port_bind: IpAddr,
+    /// Names the egress proxy of allowlist sandboxes resolves itself, before DNS.
+    pub hosts: BTreeMap<String, Vec<IpAddr>>,
 }
 
 impl ServerConfig {
@@ -112,6 +122,8 @@ impl ServerConfig {
             reaper_interval: Duration::from_secs(1),
             registries: forge_image::RegistryConfig::default(),
             max_image_bytes: 8 << 30,
+            port_bind: IpAddr::from([127, 0, 0, 1]),
+            hosts: BTreeMap::new(),
         }
     }
 
@@ -120,6 +132,16 @@ impl ServerConfig {
         if !self.listen.ip().is_loopback() && self.api_key.as_deref().is_none_or(str::is_empty) {
             return Err(ConfigError::OpenWithoutKey {
                 listen: self.listen,
+            });
+        }
+        if !self.port_bind.is_loopback() && self.api_key.as_deref().is_none_or(str::is_empty) {
+            return Err(ConfigError::Invalid {
+                key: "network.port_bind",
+                reason: format!(
+                    "exposing sandbox ports on {} needs an API key: anyone who can reach them \
+                     reaches the sandboxes' servers",
+                    self.port_bind
+                ),
             });
         }
         if self.api_key.as_deref().is_some_and(|k| k.len() < 16) {
@@ -163,6 +185,14 @@ struct FileConfig {
     defaults: FileDefaults,
     pool: FilePool,
     images: FileImages,
+    network: FileNetwork,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileNetwork {
+    port_bind: Option<IpAddr>,
+    hosts: Option<BTreeMap<String, Vec<IpAddr>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -265,6 +295,12 @@ pub fn load(
     if let Some(interval) = parsed.server.reaper_interval {
         config.reaper_interval =
             duration("server.reaper_interval", &interval)?.max(Duration::from_millis(100));
+    }
+    if let Some(bind) = parsed.network.port_bind {
+        config.port_bind = bind;
+    }
+    if let Some(hosts) = parsed.network.hosts {
+        config.hosts = hosts;
     }
     let images = parsed.images;
     if let Some(pull) = images.pull_missing {

@@ -1,10 +1,10 @@
-//! Events and the exec log: written to the store by one writer task, in order, off the
+//! Events, the exec log and the connection log: written to the store by one writer task, in order, off the
 //! request's path (a request never waits for them), a batch of whatever is queued per
 //! transaction, then broadcast to live subscribers
 //! with the monotonic id the store gave them. `/events` replays from the store after
 //! `Last-Event-ID` and then follows the broadcast, so a client that reconnects misses nothing.
 
-use forge_store::{EventRecord, JournalEntry, NewEvent, NewExec, Store};
+use forge_store::{ConnectionRecord, EventRecord, JournalEntry, NewEvent, NewExec, Store};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::time::now_ms;
@@ -56,6 +56,21 @@ impl EventBus {
     /// Queues a finished command for the exec log.
     pub fn log_exec(&self, entry: NewExec) {
         let _ = self.writer.send(Record::Entry(JournalEntry::Exec(entry)));
+    }
+
+    /// Queues a sandbox's connection attempt for the connection log and the event stream
+    /// (`sandbox.connection`), committed together.
+    pub fn log_connection(&self, connection: ConnectionRecord) {
+        let event = NewEvent {
+            kind: "sandbox.connection".to_owned(),
+            sandbox_id: Some(connection.sandbox_id.clone()),
+            timestamp_ms: connection.started_at_ms,
+            data: serde_json::to_value(crate::wire::Connection::from(connection.clone())).ok(),
+        };
+        let _ = self
+            .writer
+            .send(Record::Entry(JournalEntry::Connection(connection)));
+        let _ = self.writer.send(Record::Entry(JournalEntry::Event(event)));
     }
 
     /// Waits until everything queued so far is written.
@@ -116,6 +131,7 @@ async fn commit(store: &Store, live: &broadcast::Sender<EventRecord>, entries: &
             let what = match &entries[0] {
                 JournalEntry::Event(event) => event.kind.as_str(),
                 JournalEntry::Exec(_) => "exec",
+                JournalEntry::Connection(_) => "connection",
             };
             tracing::error!(error = %crate::error::chain(&err), record = what, "cannot record");
         }

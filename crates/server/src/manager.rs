@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use forge_image::ImageStore;
 use forge_sandbox::{Backend, Pool, SandboxError};
 use forge_store::{NewExec, SandboxRecord, Store, TemplateRecord};
-use forge_types::{ExecRequest, ExecResult, Limits, SandboxId, SandboxSpec};
+use forge_types::{ExecRequest, ExecResult, Limits, NetworkMode, SandboxId, SandboxSpec};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -37,6 +37,10 @@ pub struct SpawnParams {
     pub owner_id: Option<String>,
     pub metadata: BTreeMap<String, String>,
     pub template: Option<String>,
+    /// The network mode asked for; a template's allowed hosts imply `allowlist`.
+    pub network: Option<NetworkMode>,
+    /// Destinations for `allowlist`, instead of the template's.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Live sandboxes within the configured cap.
@@ -71,6 +75,9 @@ impl Manager {
         let slots = config
             .max_sandboxes
             .map(|max| Arc::new(Semaphore::new(max)));
+        if let Some(log) = backend.connection_log() {
+            tokio::spawn(record_connections(log, events.clone()));
+        }
         Self {
             backend,
             store,
@@ -322,9 +329,23 @@ impl Manager {
                 .map_err(|_| ApiError::field("vcpus", "too large"))?,
             ..Limits::default()
         };
+        let allowed_hosts = if params.allowed_hosts.is_empty() {
+            template
+                .map(|t| t.allowed_hosts.clone())
+                .unwrap_or_default()
+        } else {
+            params.allowed_hosts.clone()
+        };
+        let network = params.network.unwrap_or(if allowed_hosts.is_empty() {
+            NetworkMode::None
+        } else {
+            NetworkMode::Allowlist
+        });
         let spec = SandboxSpec {
             image,
             limits,
+            network,
+            allowed_hosts,
             env: template.map(|t| t.env.clone()).unwrap_or_default(),
             labels: params.metadata.clone(),
             ..SandboxSpec::default()
@@ -810,4 +831,45 @@ pub struct Reconciled {
     pub kept: Vec<String>,
     pub lost: Vec<String>,
     pub unrecorded: Vec<String>,
+}
+
+/// Copies the backend's connection attempts into the connection log and the event stream.
+async fn record_connections(
+    mut log: tokio::sync::broadcast::Receiver<forge_types::Connection>,
+    events: EventBus,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match log.recv().await {
+            Ok(c) => events.log_connection(forge_store::ConnectionRecord {
+                id: 0,
+                sandbox_id: c.sandbox_id.to_string(),
+                started_at_ms: i64::try_from(c.started_at_ms).unwrap_or(i64::MAX),
+                kind: match c.kind {
+                    forge_types::ConnectionKind::Connect => "connect",
+                    forge_types::ConnectionKind::Http => "http",
+                }
+                .to_owned(),
+                host: c.host,
+                port: i64::from(c.port),
+                address: c.address,
+                verdict: match c.verdict {
+                    forge_types::Verdict::Allowed => "allowed",
+                    forge_types::Verdict::Refused => "refused",
+                }
+                .to_owned(),
+                reason: c.reason,
+                bytes_up: i64::try_from(c.bytes_up).unwrap_or(i64::MAX),
+                bytes_down: i64::try_from(c.bytes_down).unwrap_or(i64::MAX),
+                duration_ms: i64::try_from(c.duration_ms).unwrap_or(i64::MAX),
+            }),
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(
+                    missed,
+                    "the connection log fell behind; records were dropped"
+                );
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
 }

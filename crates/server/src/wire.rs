@@ -49,6 +49,12 @@ pub struct SpawnRequest {
     pub template: String,
     pub owner_id: String,
     pub metadata: BTreeMap<String, String>,
+    /// `none` (the default), `allowlist` or `open` (a Forge addition); a template's
+    /// allowed hosts imply `allowlist`.
+    pub network: String,
+    /// Destinations for `allowlist`: names, `*.` wildcards, addresses, CIDRs, each with an
+    /// optional `:port` (a Forge addition).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// `POST /sandboxes/{id}/exec` (also the first WebSocket message).
@@ -478,6 +484,78 @@ impl From<forge_types::PruneReport> for ImagesPruned {
             images: report.images,
             layers: report.layers,
             freed_bytes: report.freed_bytes,
+        }
+    }
+}
+
+/// One outbound connection attempt of a sandbox (a Forge addition): `GET
+/// /sandboxes/{id}/connections` and the `sandbox.connection` event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Connection {
+    pub id: i64,
+    pub sandbox_id: String,
+    /// RFC 3339.
+    pub started_at: String,
+    /// `connect` (a tunnel, HTTPS) or `http` (a plain request).
+    pub kind: String,
+    /// The destination as the sandbox named it.
+    pub host: String,
+    pub port: i64,
+    /// The address the proxy resolved the host to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// `allowed` or `refused`.
+    pub verdict: String,
+    /// Why the attempt was refused (or why an allowed one failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub bytes_up: i64,
+    pub bytes_down: i64,
+    pub duration_ms: i64,
+}
+
+impl From<forge_store::ConnectionRecord> for Connection {
+    fn from(record: forge_store::ConnectionRecord) -> Self {
+        Self {
+            id: record.id,
+            sandbox_id: record.sandbox_id,
+            started_at: crate::time::rfc3339(record.started_at_ms),
+            kind: record.kind,
+            host: record.host,
+            port: record.port,
+            address: record.address,
+            verdict: record.verdict,
+            reason: record.reason,
+            bytes_up: record.bytes_up,
+            bytes_down: record.bytes_down,
+            duration_ms: record.duration_ms,
+        }
+    }
+}
+
+/// `POST /sandboxes/{id}/ports` (a Forge addition).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExposeRequest {
+    /// The port inside the sandbox (its server may listen on 127.0.0.1 or 0.0.0.0).
+    pub port: u16,
+    /// The host port; a free one when absent or 0.
+    pub host_port: Option<u16>,
+}
+
+/// A sandbox port reachable from the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PortForward {
+    pub port: u16,
+    /// `address:port` on the host.
+    pub host_address: String,
+}
+
+impl From<forge_types::PortForward> for PortForward {
+    fn from(forward: forge_types::PortForward) -> Self {
+        Self {
+            port: forward.port,
+            host_address: forward.host_address,
         }
     }
 }

@@ -6,15 +6,17 @@
 //! later with a smaller id. (A Postgres sequence does not give that; the Postgres port will
 //! need a commit-ordered cursor.)
 
+use crate::connections::insert_connection;
 use crate::exec_log::insert_exec;
 use crate::json::decode_optional;
-use crate::{EventRecord, NewEvent, NewExec, Store, StoreError};
+use crate::{ConnectionRecord, EventRecord, NewEvent, NewExec, Store, StoreError};
 
-/// One record of the server's journal: an event or a finished command.
+/// One record of the server's journal: an event, a finished command or a connection attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JournalEntry {
     Event(NewEvent),
     Exec(NewExec),
+    Connection(ConnectionRecord),
 }
 
 /// An `events` row as stored: data still text.
@@ -66,6 +68,9 @@ impl Store {
                 JournalEntry::Event(event) => events.push(insert_event(&mut *tx, event).await?),
                 JournalEntry::Exec(exec) => {
                     insert_exec(&mut *tx, exec).await?;
+                }
+                JournalEntry::Connection(connection) => {
+                    insert_connection(&mut *tx, connection).await?;
                 }
             }
         }

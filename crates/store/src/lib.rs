@@ -1,5 +1,5 @@
-//! Forge's persistent state: sandboxes, templates, the exec log and the event stream, kept in
-//! `SQLite` through sqlx.
+//! Forge's persistent state: sandboxes, templates, the exec and connection logs and the event
+//! stream, kept in `SQLite` through sqlx.
 //!
 //! One [`Store`] wraps a connection pool. The schema lives in `migrations/`, is embedded in the
 //! binary and is brought up to date by [`Store::open`]. Queries are plain runtime SQL with
@@ -11,6 +11,7 @@
 //! survives the process being killed (it is in the WAL); only a power loss may drop the last
 //! transactions.
 
+mod connections;
 mod error;
 mod events;
 mod exec_log;
@@ -30,7 +31,8 @@ use sqlx::sqlite::{
 pub use error::StoreError;
 pub use events::JournalEntry;
 pub use records::{
-    EventRecord, ExecRecord, NewEvent, NewExec, SandboxCounts, SandboxRecord, TemplateRecord,
+    ConnectionRecord, EventRecord, ExecRecord, NewEvent, NewExec, SandboxCounts, SandboxRecord,
+    TemplateRecord,
 };
 
 /// The schema, embedded from `migrations/`.

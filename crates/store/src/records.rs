@@ -163,3 +163,22 @@ impl EventRecord {
         }
     }
 }
+
+/// One outbound connection attempt of a sandbox, as its egress proxy saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ConnectionRecord {
+    pub id: i64,
+    pub sandbox_id: String,
+    pub started_at_ms: i64,
+    /// `connect` or `http`.
+    pub kind: String,
+    pub host: String,
+    pub port: i64,
+    pub address: Option<String>,
+    /// `allowed` or `refused`.
+    pub verdict: String,
+    pub reason: Option<String>,
+    pub bytes_up: i64,
+    pub bytes_down: i64,
+    pub duration_ms: i64,
+}

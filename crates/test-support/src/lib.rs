@@ -1,7 +1,8 @@
 //! Helpers shared by Forge's test suites: short-pathed temporary data directories,
 //! the sandbox helper entry for test binaries, probes for leak checks, and OCI images and a
-//! registry to pull them from ([`oci`]).
+//! registry to pull them from ([`oci`]), and an HTTP server that plays the internet ([`http`]).
 
+pub mod http;
 pub mod oci;
 
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@
 pub mod exec;
 pub mod fs;
 pub mod image;
+pub mod net;
 pub mod process;
 pub mod sandbox;
 pub mod tool;
@@ -17,6 +18,7 @@ pub mod units;
 pub use exec::{Command, ExecEvent, ExecRequest, ExecResult, StreamKind};
 pub use fs::{FileInfo, FileKind};
 pub use image::{ImageInfo, ImageSource, PruneReport};
+pub use net::{Connection, ConnectionKind, PortForward, Verdict};
 pub use process::{
     OutputChunk, ProcessId, ProcessInfo, ProcessOutput, ProcessSpec, ProcessState, PtySize,
 };

@@ -244,6 +244,16 @@ impl SandboxSpec {
         for name in self.env.keys() {
             validate_env_name(name).map_err(|reason| SpecError::new("env", reason))?;
         }
+        // The full grammar (names, wildcards, CIDRs, ports) is checked by the backend that
+        // enforces the list; here only what no spelling of a destination can contain.
+        if let Some(bad) = self.allowed_hosts.iter().find(|host| {
+            host.is_empty() || host.chars().any(|c| c.is_control() || c.is_whitespace())
+        }) {
+            return Err(SpecError::new(
+                "allowed_hosts",
+                format!("{bad:?} is not a host, address or network"),
+            ));
+        }
         Ok(())
     }
 }
@@ -355,6 +365,13 @@ mod tests {
                     ..SandboxSpec::default()
                 },
                 "env",
+            ),
+            (
+                SandboxSpec {
+                    allowed_hosts: vec!["pypi.org".to_owned(), "a b".to_owned()],
+                    ..SandboxSpec::default()
+                },
+                "allowed_hosts",
             ),
         ];
         let got: Vec<_> = cases

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::cli::{ClientArgs, ExecArgs, ForkArgs, KillArgs, SnapshotArgs, SpawnArgs};
+use crate::cli::{ClientArgs, ExecArgs, ForkArgs, KillArgs, PortArgs, SnapshotArgs, SpawnArgs};
 use crate::output;
 
 /// A client for one server.
@@ -344,6 +344,44 @@ pub(crate) async fn fork(args: ForkArgs) -> anyhow::Result<ExitCode> {
         output::line(&serde_json::to_string_pretty(&sandbox)?);
     } else {
         output::line(sandbox["id"].as_str().unwrap_or("?"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn port(args: PortArgs) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&args.client)?;
+    let ports = format!("/sandboxes/{}/ports", args.id);
+    let Some(port) = args.port else {
+        let forwards = client.get_json(&ports).await?;
+        if client.json {
+            output::line(&serde_json::to_string_pretty(&forwards)?);
+        } else {
+            for forward in forwards.as_array().into_iter().flatten() {
+                output::line(&format!(
+                    "{} -> {}",
+                    forward["port"],
+                    forward["host_address"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    if args.remove {
+        client
+            .send(client.http.delete(client.url(&format!("{ports}/{port}"))))
+            .await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let body = json!({"port": port, "host_port": args.host_port});
+    let forward: Value = client
+        .send(client.http.post(client.url(&ports)).json(&body))
+        .await?
+        .json()
+        .await?;
+    if client.json {
+        output::line(&serde_json::to_string_pretty(&forward)?);
+    } else {
+        output::line(forward["host_address"].as_str().unwrap_or("?"));
     }
     Ok(ExitCode::SUCCESS)
 }

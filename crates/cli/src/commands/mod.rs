@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_image;
+mod bench_net;
 mod bench_server;
 mod client;
 mod doctor;
@@ -38,11 +39,13 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prune(args) => client::prune(args).await,
         Command::Snapshot(args) => client::snapshot(args).await,
         Command::Fork(args) => client::fork(args).await,
+        Command::Port(args) => client::port(args).await,
         Command::Sandbox(SandboxCommand::Run(args)) => sandbox::run(args).await,
         Command::Image(command) => image::run(command).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,
         Command::Bench(BenchCommand::Server(args)) => bench_server::server(args).await,
         Command::Bench(BenchCommand::Image(args)) => bench_image::image(args).await,
+        Command::Bench(BenchCommand::Net(args)) => bench_net::net(args).await,
     }
 }

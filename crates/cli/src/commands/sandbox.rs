@@ -56,16 +56,20 @@ fn spec_from(args: &RunArgs) -> anyhow::Result<SandboxSpec> {
                 .with_context(|| format!("invalid --workspace {}", dir.display()))
         })
         .transpose()?;
-    let network = args
+    let mut network = args
         .network
         .parse()
         .map_err(|err: forge_types::SpecError| {
             anyhow::anyhow!("invalid --network: {}", err.reason)
         })?;
+    if !args.allow.is_empty() && network == forge_types::NetworkMode::None {
+        network = forge_types::NetworkMode::Allowlist;
+    }
     let spec = SandboxSpec {
         image: args.image.clone(),
         limits,
         network,
+        allowed_hosts: args.allow.clone(),
         workspace,
         env,
         ..SandboxSpec::default()
@@ -78,6 +82,7 @@ fn spec_from(args: &RunArgs) -> anyhow::Result<SandboxSpec> {
             "image" => "--image",
             "workspace" => "--workspace",
             "env" => "--env",
+            "allowed_hosts" => "--allow",
             other => other,
         };
         anyhow::anyhow!("invalid {flag}: {}", err.reason)

@@ -24,6 +24,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config: ServerConfig = config::load(file.as_deref(), &env, &overrides, default_data)?;
     let backend = JailBackend::new(JailConfig {
         registries: config.registries.clone(),
+        resolver: forge_sandbox::net::Resolver::with_hosts(config.hosts.clone()),
         ..JailConfig::new(&config.data_dir)
     })
     .context("cannot set up the sandbox backend")?;

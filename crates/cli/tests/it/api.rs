@@ -130,6 +130,30 @@ async fn serve_answers_on_a_real_socket_and_the_cli_drives_it() {
     let (code, listed, _) = forge(&["list", "--json"]);
     assert_eq!(code, Some(0));
     assert!(listed.contains(&id), "{listed}");
+
+    // `forge port` prints where a sandbox's server answers on the host.
+    let serve = "cd /workspace && (python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &) && \
+                 for i in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:8000/ && exit 0; sleep 0.05; done; exit 1";
+    assert_eq!(forge(&["exec", &id, "--", "sh", "-c", serve]).0, Some(0));
+    let (code, address, err) = forge(&["port", &id, "8000"]);
+    assert_eq!(code, Some(0), "{err}");
+    let address = address.trim().to_owned();
+    let listing = reqwest::get(format!("http://{address}/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(listing.contains("bytes.bin"), "{listing}");
+    assert_eq!(
+        forge(&["port", &id]),
+        (Some(0), format!("8000 -> {address}\n"), String::new())
+    );
+    assert_eq!(forge(&["port", &id, "8000", "--remove"]).0, Some(0));
+    assert_eq!(
+        forge(&["port", &id]),
+        (Some(0), String::new(), String::new())
+    );
     assert_eq!(forge(&["kill", &id]).0, Some(0));
     let (code, _, err) = forge(&["exec", &id, "--", "true"]);
     assert_eq!(code, Some(1));

@@ -262,6 +262,8 @@ impl Agent {
             Request::Glob { pattern } => {
                 reply(files::glob(&pattern).map(|paths| Response::Paths { paths }))
             }
+            Request::Socket { port, listen } => return socket(port, listen, writer).await,
+            Request::Namespaces => return namespaces(writer).await,
             Request::Hello { .. } | Request::Chunk { .. } | Request::End => {
                 error_frame(ErrorKind::Protocol, "unexpected frame outside an upload")
             }
@@ -737,6 +739,53 @@ impl Agent {
             )
         })
     }
+}
+
+/// Makes a TCP socket on the sandbox's loopback and hands it to the host: the host's egress
+/// proxy accepts on the listener, and port forwards use the connection, without the host
+/// ever entering the sandbox's namespaces.
+async fn socket(port: u16, listen: bool, writer: &mut OwnedWriteHalf) -> Result<(), FrameError> {
+    let address = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+    let socket: io::Result<OwnedFd> = if listen {
+        std::net::TcpListener::bind(address).map(OwnedFd::from)
+    } else {
+        match tokio::net::TcpStream::connect(address).await {
+            Ok(stream) => stream.into_std().map(OwnedFd::from),
+            Err(err) => Err(err),
+        }
+    };
+    let fd = match socket {
+        Ok(fd) => fd,
+        Err(err) => {
+            let verb = if listen { "listen on" } else { "connect to" };
+            let kind = if err.kind() == io::ErrorKind::ConnectionRefused {
+                ErrorKind::NotFound
+            } else {
+                ErrorKind::Other
+            };
+            let message = format!("cannot {verb} {address} in the sandbox: {err}");
+            return proto::write_frame(writer, &error_frame(kind, message)).await;
+        }
+    };
+    proto::write_frame(writer, &Response::Socket).await?;
+    proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&fd)).await?;
+    Ok(())
+}
+
+/// Hands the host this sandbox's network and user namespaces.
+async fn namespaces(writer: &mut OwnedWriteHalf) -> Result<(), FrameError> {
+    let open = |ns: &str| std::fs::File::open(format!("/proc/self/ns/{ns}"));
+    let (net, user) = match (open("net"), open("user")) {
+        (Ok(net), Ok(user)) => (net, user),
+        (Err(err), _) | (_, Err(err)) => {
+            let message = format!("cannot open the sandbox's namespaces: {err}");
+            return proto::write_frame(writer, &error_frame(ErrorKind::Other, message)).await;
+        }
+    };
+    proto::write_frame(writer, &Response::Namespaces).await?;
+    proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&net)).await?;
+    proto::send_fd(writer.as_ref(), std::os::fd::AsFd::as_fd(&user)).await?;
+    Ok(())
 }
 
 fn reply(result: Result<Response, RemoteError>) -> Response {

@@ -67,12 +67,13 @@ async fn invalid_specs_are_refused_with_the_field() {
     }
     let allowlist = SandboxSpec {
         network: NetworkMode::Allowlist,
+        allowed_hosts: vec!["pypi.org:http".into()],
         ..SandboxSpec::default()
     };
-    assert!(matches!(
-        ctx.backend.create(allowlist).await,
-        Err(SandboxError::Unsupported { .. })
-    ));
+    match ctx.backend.create(allowlist).await {
+        Err(SandboxError::InvalidSpec(err)) => assert_eq!(err.field, "allowed_hosts"),
+        other => panic!("expected an invalid allowlist, got {other:?}"),
+    }
     let missing_workspace = SandboxSpec {
         workspace: Some("/nonexistent/forge".into()),
         ..SandboxSpec::default()

@@ -13,6 +13,7 @@ mod exec;
 mod files;
 mod images;
 mod lifecycle;
+mod network;
 mod processes;
 mod unprivileged;
 

@@ -140,5 +140,68 @@ async fn inner() {
     let snapshot = backend.snapshot(&info.id, "mine:2").await.unwrap();
     assert_eq!(snapshot.layers, 3);
     backend.destroy(&info.id).await.unwrap();
+
+    // Networking needs no root either: the init hands over its sockets, and pasta runs
+    // as this user in the sandbox's user namespace.
+    let internet = forge_test_support::http::TestServer::start("127.0.0.2:0", "through the proxy");
+    let info = backend
+        .create(SandboxSpec {
+            network: forge_types::NetworkMode::Allowlist,
+            allowed_hosts: vec!["127.0.0.2/32".to_owned()],
+            ..SandboxSpec::default()
+        })
+        .await
+        .unwrap();
+    let script = format!(
+        "curl -sS http://{}/; echo; (python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &); \
+         for i in $(seq 100); do curl -s -o /dev/null --noproxy '*' http://127.0.0.1:8000/ && exit 0; sleep 0.05; done",
+        internet.addr
+    );
+    let result = backend
+        .exec(&info.id, ExecRequest::shell(script))
+        .await
+        .unwrap();
+    assert_eq!(
+        (text(&result.stdout), text(&result.stderr)),
+        ("through the proxy\n".to_owned(), String::new())
+    );
+    let forward = backend
+        .expose_port(&info.id, 8000, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&forward.host_address).unwrap();
+        stream.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response.lines().next().unwrap_or_default().to_owned()
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, "HTTP/1.0 200 OK");
+    backend.destroy(&info.id).await.unwrap();
+
+    let info = backend
+        .create(SandboxSpec {
+            network: forge_types::NetworkMode::Open,
+            ..SandboxSpec::default()
+        })
+        .await
+        .unwrap();
+    let result = backend
+        .exec(
+            &info.id,
+            ExecRequest::shell(
+                "ip -4 route | LC_ALL=C sort; curl -s -m 2 http://169.254.169.254/ || echo blocked",
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        text(&result.stdout),
+        "10.0.2.0/24 dev eth0 proto kernel scope link src 10.0.2.15 \ndefault via 10.0.2.2 dev eth0 \nprohibit 100.100.100.200 \nprohibit 169.254.0.0/16 \nblocked\n"
+    );
+    backend.destroy(&info.id).await.unwrap();
     backend.settle().await.unwrap();
 }

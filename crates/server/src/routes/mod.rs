@@ -6,6 +6,7 @@ mod events;
 mod exec;
 mod files;
 mod images;
+mod network;
 mod processes;
 mod sandboxes;
 mod system;
@@ -55,6 +56,9 @@ pub(crate) fn router(state: AppState) -> Router {
         .routes(routes!(sandboxes::logs))
         .routes(routes!(sandboxes::snapshot))
         .routes(routes!(sandboxes::fork))
+        .routes(routes!(network::connections))
+        .routes(routes!(network::expose_port, network::list_ports))
+        .routes(routes!(network::remove_port))
         .routes(routes!(images::list))
         .routes(routes!(images::pull))
         .routes(routes!(images::import))

@@ -75,6 +75,14 @@ pub(crate) fn spawn_params(
         owner_id: owner,
         metadata: request.metadata.clone(),
         template: Some(request.template.clone()).filter(|t| !t.is_empty()),
+        network: match request.network.as_str() {
+            "" => None,
+            mode => Some(
+                mode.parse::<forge_types::NetworkMode>()
+                    .map_err(|err| ApiError::field("network", err.reason))?,
+            ),
+        },
+        allowed_hosts: request.allowed_hosts.clone(),
     })
 }
 

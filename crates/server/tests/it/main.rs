@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 mod images;
+mod network;
 
 forge_test_support::sandbox_helper!();
 
@@ -29,18 +30,19 @@ struct Ctx {
 impl Ctx {
     async fn new(configure: impl FnOnce(&mut ServerConfig)) -> Self {
         let dir = forge_test_support::data_dir();
+        let mut config = ServerConfig::new(dir.path());
+        configure(&mut config);
         // Handler tests never reach out to public registries.
         let backend = JailBackend::new(JailConfig {
             registries: forge_image::RegistryConfig {
                 pull_missing: false,
                 ..forge_image::RegistryConfig::default()
             },
+            resolver: forge_sandbox::net::Resolver::with_hosts(config.hosts.clone()),
             ..JailConfig::new(dir.path())
         })
         .unwrap();
         let store = forge_store::Store::open_in_memory().await.unwrap();
-        let mut config = ServerConfig::new(dir.path());
-        configure(&mut config);
         Self {
             _dir: dir,
             state: AppState::new(Arc::new(backend), store, config),

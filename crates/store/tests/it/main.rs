@@ -6,6 +6,7 @@
     reason = "an integration test crate is all tests, and a test fails by panicking"
 )]
 
+mod connections;
 mod durability;
 mod events;
 mod exec_log;
