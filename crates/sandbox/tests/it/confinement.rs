@@ -208,7 +208,9 @@ async fn a_fork_bomb_hits_the_pids_limit_while_the_host_stays_responsive() {
         backend
             .exec(
                 &bomb_id,
-                ExecRequest::shell("f() { f | f & }; f; sleep 5")
+                // The shell then waits in a loop of builtins: once the bomb has
+                // taken every pid, it could not fork a `sleep`.
+                ExecRequest::shell("f() { f | f & }; f; while :; do :; done")
                     .with_timeout_ms(4000)
                     .with_output_limit(4096),
             )
