@@ -435,6 +435,12 @@ impl Gateway {
                     source,
                 })?;
         reply.ledger_seq = entry.seq;
+        // Only a call with an idempotency key is ever replayed; others keep the summary.
+        let stored_reply = if entry.idempotency_key.is_some() {
+            serde_json::to_value(&*reply).unwrap_or_default()
+        } else {
+            Value::Null
+        };
         let record = LedgerRecord {
             seq: i64::try_from(entry.seq).unwrap_or(i64::MAX),
             ts_ms: entry.ts_ms,
@@ -448,7 +454,7 @@ impl Gateway {
             summary: entry.summary,
             duration_us: i64::try_from(entry.duration_us).unwrap_or(i64::MAX),
             idempotency_key: entry.idempotency_key,
-            reply: serde_json::to_value(&*reply).unwrap_or_default(),
+            reply: stored_reply,
             hash: entry.hash,
         };
         self.inner.store.insert_ledger(&record).await?;

@@ -62,9 +62,20 @@ pub(crate) async fn gateway(args: BenchGatewayArgs) -> anyhow::Result<ExitCode> 
     let store = forge_store::Store::open(&state_dir.path().join("forge.db"))
         .await
         .context("cannot open the state store")?;
-    let gateway = Gateway::new(backend.clone(), store, GatewayConfig::new(state_dir.path()));
+    // The default policy's budget of 1000 calls would end the run; the ceilings allow more.
+    let calls = u64::try_from(args.iterations.saturating_add(100)).unwrap_or(u64::MAX);
+    let mut config = GatewayConfig::new(state_dir.path());
+    config.ceilings.call_budget = config.ceilings.call_budget.max(calls);
+    let gateway = Gateway::new(backend.clone(), store, config);
+    let policy = forge_policy::Policy {
+        call_budget: calls,
+        ..forge_policy::Policy::default()
+    };
     let session = gateway
-        .create_session(SessionRequest::default())
+        .create_session(SessionRequest {
+            policy: Some(policy),
+            sandbox_id: None,
+        })
         .await
         .context("cannot open a gateway session")?;
     let sandbox = session.sandbox_id.clone();
