@@ -26,6 +26,10 @@
 //! port_bind = "127.0.0.1"      # where exposed sandbox ports listen; beyond loopback needs a key
 //! [network.hosts]              # names the egress proxy resolves itself, before DNS
 //! "pypi.internal.example" = ["203.0.113.7"]
+//! [gateway]                    # ceilings no tool-gateway session can exceed
+//! max_execution_seconds = 600
+//! call_budget = 10000
+//! network = { mode = "allowlist", hosts = ["pypi.org", "*.pythonhosted.org"] }
 //!
 //! [images]
 //! pull_missing = true          # spawning an image not in the store pulls it
@@ -100,6 +104,8 @@ pub struct ServerConfig {
     pub port_bind: IpAddr,
     /// Names the egress proxy of allowlist sandboxes resolves itself, before DNS.
     pub hosts: BTreeMap<String, Vec<IpAddr>>,
+    /// The most any tool-gateway session may get, whatever its client asks for.
+    pub gateway_ceilings: forge_policy::Ceilings,
 }
 
 impl ServerConfig {
@@ -124,6 +130,7 @@ impl ServerConfig {
             max_image_bytes: 8 << 30,
             port_bind: IpAddr::from([127, 0, 0, 1]),
             hosts: BTreeMap::new(),
+            gateway_ceilings: forge_policy::Ceilings::default(),
         }
     }
 
@@ -186,6 +193,8 @@ struct FileConfig {
     pool: FilePool,
     images: FileImages,
     network: FileNetwork,
+    /// The tool gateway's operator ceilings (the fields of a session policy).
+    gateway: Option<forge_policy::Ceilings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -358,6 +367,13 @@ pub fn load(
     }
     if let Some(depth) = parsed.pool.queue_depth {
         config.queue_depth = depth;
+    }
+    if let Some(ceilings) = parsed.gateway {
+        ceilings.validate().map_err(|error| ConfigError::Invalid {
+            key: "gateway",
+            reason: error.to_string(),
+        })?;
+        config.gateway_ceilings = ceilings;
     }
     config.check()?;
     Ok(config)

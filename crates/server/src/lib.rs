@@ -1,5 +1,8 @@
 //! Forge's HTTP edge: one axum app on one port.
 //!
+//! The tool gateway's routes (`/sessions…`, `/tools…`, `/ledger`) serve
+//! [`forge_gateway::Gateway`], which [`AppState`] owns.
+//!
 //! `/api/v1/sandboxes…`, `/templates…`, `/providers…`, `/snapshots`, `/pool/status`,
 //! `/health`, `/metrics` and `/events` follow ForgeVM's wire contract, so its SDKs work
 //! unchanged, with its gaps closed (timeouts enforced, a full pool answers 503, file
@@ -41,6 +44,7 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     manager: Manager,
+    gateway: forge_gateway::Gateway,
     started: Instant,
 }
 
@@ -49,13 +53,28 @@ impl AppState {
     pub fn new(backend: Arc<dyn Backend>, store: Store, config: ServerConfig) -> Self {
         let events = events::EventBus::new(store.clone());
         let metrics = Arc::new(metrics::Metrics::default());
+        let gateway = forge_gateway::Gateway::new(
+            backend.clone(),
+            store.clone(),
+            forge_gateway::GatewayConfig {
+                data_dir: config.data_dir.clone(),
+                ceilings: config.gateway_ceilings.clone(),
+                image: config.default_image.clone(),
+            },
+        );
         let manager = Manager::new(backend, store, events, Arc::new(config), metrics);
         Self {
             inner: Arc::new(Inner {
                 manager,
+                gateway,
                 started: Instant::now(),
             }),
         }
+    }
+
+    /// The tool gateway (`/sessions…`, `/tools…`, `/ledger`, and the MCP adapter).
+    pub fn gateway(&self) -> &forge_gateway::Gateway {
+        &self.inner.gateway
     }
 
     pub fn manager(&self) -> &Manager {
@@ -90,6 +109,9 @@ impl AppState {
                 tick.tick().await;
                 if let Err(err) = state.manager().reap().await {
                     tracing::warn!(error = err.message, "the TTL reaper failed; retrying");
+                }
+                if let Err(err) = state.gateway().reap().await {
+                    tracing::warn!(error = %err, "the gateway session reaper failed; retrying");
                 }
             }
         })

@@ -1,5 +1,5 @@
-//! Forge's persistent state: sandboxes, templates, the exec and connection logs and the event
-//! stream, kept in `SQLite` through sqlx.
+//! Forge's persistent state: sandboxes, templates, the exec and connection logs, the event
+//! stream, and the tool gateway's sessions and ledger, kept in `SQLite` through sqlx.
 //!
 //! One [`Store`] wraps a connection pool. The schema lives in `migrations/`, is embedded in the
 //! binary and is brought up to date by [`Store::open`]. Queries are plain runtime SQL with
@@ -15,6 +15,7 @@ mod connections;
 mod error;
 mod events;
 mod exec_log;
+mod gateway;
 mod json;
 mod records;
 mod sandboxes;
@@ -30,6 +31,7 @@ use sqlx::sqlite::{
 
 pub use error::StoreError;
 pub use events::JournalEntry;
+pub use gateway::{GatewaySessionRecord, LedgerRecord};
 pub use records::{
     ConnectionRecord, EventRecord, ExecRecord, NewEvent, NewExec, SandboxCounts, SandboxRecord,
     TemplateRecord,
