@@ -1,0 +1,11 @@
+//! The MCP server against rmcp's own client, over a pipe (as `forge mcp` is used) and over
+//! Streamable HTTP (as `/mcp` is), with a fake tool host standing in for the gateway.
+#![expect(
+    clippy::tests_outside_test_module,
+    clippy::unwrap_used,
+    reason = "an integration test crate is all tests, and a test fails by panicking"
+)]
+
+mod fake;
+mod http;
+mod stdio;
