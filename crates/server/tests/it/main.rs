@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 mod images;
+mod mcp;
 
 forge_test_support::sandbox_helper!();
 
