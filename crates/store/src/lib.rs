@@ -1,5 +1,5 @@
-//! Forge's persistent state: sandboxes, templates, the exec log and the event stream, kept in
-//! `SQLite` through sqlx.
+//! Forge's persistent state: sandboxes, templates, the exec log, the event stream, and the tool
+//! gateway's sessions and ledger, kept in `SQLite` through sqlx.
 //!
 //! One [`Store`] wraps a connection pool. The schema lives in `migrations/`, is embedded in the
 //! binary and is brought up to date by [`Store::open`]. Queries are plain runtime SQL with
@@ -14,6 +14,7 @@
 mod error;
 mod events;
 mod exec_log;
+mod gateway;
 mod json;
 mod records;
 mod sandboxes;
@@ -28,6 +29,7 @@ use sqlx::sqlite::{
 };
 
 pub use error::StoreError;
+pub use gateway::{GatewaySessionRecord, LedgerRecord};
 pub use records::{
     EventRecord, ExecRecord, NewEvent, NewExec, SandboxCounts, SandboxRecord, TemplateRecord,
 };
