@@ -10,16 +10,19 @@
 //!
 //! Two transports: [`serve_stdio`] for `forge mcp` (one process, one session) and
 //! [`HttpEndpoint`], the Streamable HTTP service `forge serve` mounts at `/mcp` (one gateway
-//! session per MCP session). Tests use a fake host.
+//! session per MCP session). [`GatewayHost`] is the host over the real gateway; the tests here
+//! use a fake one, the CLI's tests the real one.
 //!
 //! This crate knows nothing about HTTP authentication or where sessions come from: the server
 //! puts `/mcp` behind its API key, the CLI picks the host.
 
+mod gateway;
 mod host;
 mod http;
 mod server;
 mod stdio;
 
+pub use crate::gateway::GatewayHost;
 pub use crate::host::{HostError, ToolHost, ToolReply};
 pub use crate::http::{ATTACH_HEADER, ATTACH_QUERY, HttpEndpoint, HttpOptions};
 pub use crate::server::McpServer;

@@ -6,6 +6,7 @@ mod bench_server;
 mod client;
 mod doctor;
 mod image;
+mod mcp;
 mod sandbox;
 mod serve;
 
@@ -16,6 +17,7 @@ use crate::cli::{BenchCommand, Cli, Command, FilesCommand, SandboxCommand};
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(*args).await,
+        Command::Mcp(args) => mcp::run(*args).await,
         Command::Spawn(args) => client::spawn(args).await,
         Command::List(args) => client::list(args).await,
         Command::Exec(args) => client::exec(args).await,

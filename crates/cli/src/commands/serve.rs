@@ -1,4 +1,5 @@
-//! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store.
+//! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store, with the
+//! tool gateway over MCP at `/mcp`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -35,7 +36,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("cannot open the state store")?;
     let recovery = backend.recover().await;
     let listen = config.listen;
-    let state = AppState::new(Arc::new(backend), store, config.clone());
+    let backend: Arc<dyn forge_sandbox::Backend> = Arc::new(backend);
+    let gateway = super::mcp::gateway(&config, backend.clone(), store.clone());
+    let mcp = forge_mcp::HttpEndpoint::new(
+        Arc::new(forge_mcp::GatewayHost::new(gateway, None)),
+        // With a key, a DNS-rebound page cannot authenticate, so any Host is fine (and
+        // needed beyond loopback); without one, only loopback names are answered.
+        forge_mcp::HttpOptions {
+            any_host: config.api_key.is_some(),
+        },
+    );
+    let state = AppState::new(backend, store, config.clone()).with_mcp(mcp);
     let reconciled = state
         .manager()
         .reconcile(&recovery.adopted)

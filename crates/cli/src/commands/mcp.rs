@@ -1,0 +1,94 @@
+//! `forge mcp`: the tool gateway over MCP on stdin/stdout, for clients that start their tools
+//! as a child process (Claude Desktop, Cursor, the MCP Python SDK's `stdio_client`).
+//!
+//! The gateway runs in this process on `forge serve`'s data directory and config (the same
+//! image store, state store and ledger). stdout carries MCP frames only: notes and logs go to
+//! stderr.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use forge_gateway::{Gateway, GatewayConfig};
+use forge_mcp::{GatewayHost, ToolHost};
+use forge_policy::Policy;
+use forge_sandbox::{Backend, JailBackend, JailConfig};
+use forge_server::ServerConfig;
+use forge_server::config::{self, Overrides};
+use forge_store::Store;
+use forge_types::tool::SessionId;
+
+use crate::cli::McpArgs;
+use crate::output;
+
+pub(crate) async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+    let attach = args
+        .session
+        .as_deref()
+        .map(|id| {
+            SessionId::parse(id).with_context(|| format!("{id:?} is not a gateway session id"))
+        })
+        .transpose()?;
+    let policy = args
+        .policy
+        .as_deref()
+        .map(|path| {
+            let text = fs_err::read_to_string(path)?;
+            Policy::from_toml(&text).with_context(|| format!("invalid policy {}", path.display()))
+        })
+        .transpose()?;
+    let config = resolve_config(args.config.as_deref(), args.data_dir.clone())?;
+    let backend = JailBackend::new(JailConfig {
+        registries: config.registries.clone(),
+        ..JailConfig::new(&config.data_dir)
+    })
+    .context("cannot set up the sandbox backend")?;
+    for note in backend.host_notes() {
+        output::warning(&note);
+    }
+    let store = Store::open(&config.data_dir.join("forge.db"))
+        .await
+        .context("cannot open the state store")?;
+    let host = Arc::new(GatewayHost::new(
+        gateway(&config, Arc::new(backend), store),
+        policy,
+    ));
+    let owned = attach.is_none();
+    let session = host
+        .open(attach)
+        .await
+        .context("cannot open a gateway session")?;
+    tracing::info!(session = %session, owned, "serving MCP on stdio");
+    let served = forge_mcp::serve_stdio(host.clone(), session.clone()).await;
+    // An attached session belongs to whoever opened it; ours ends with the client.
+    if owned {
+        host.close(&session).await;
+    }
+    served.context("mcp over stdio failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `forge serve`'s settings for a data directory and config file (no listener involved).
+fn resolve_config(
+    file: Option<&std::path::Path>,
+    data_dir: Option<std::path::PathBuf>,
+) -> anyhow::Result<ServerConfig> {
+    let file = crate::settings::config_file(file);
+    let overrides = Overrides {
+        data_dir,
+        ..Overrides::default()
+    };
+    let default_data = crate::settings::data_dir(&crate::cli::DataDirArg { data_dir: None })?;
+    let env = |name: &str| std::env::var(name).ok();
+    Ok(config::load(
+        file.as_deref(),
+        &env,
+        &overrides,
+        default_data,
+    )?)
+}
+
+/// The tool gateway over `backend` and `store`, as `forge serve` and `forge mcp` both run it.
+pub(crate) fn gateway(config: &ServerConfig, backend: Arc<dyn Backend>, store: Store) -> Gateway {
+    Gateway::new(backend, store, GatewayConfig::new(&config.data_dir))
+}
