@@ -1,0 +1,134 @@
+"""Forge's tool gateway through the official MCP client, over stdio and Streamable HTTP:
+the tool list follows the session's policy, tools run in the session's sandbox, a denied call
+is a tool error naming the rule, an unknown tool is a protocol error."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcp import MCPError
+
+# Every tool the gateway serves under its default policy (all but `shell`), as `/mcp` lists
+# them (ARF's `capture_preview_metadata` is in the policy catalog but not served yet).
+DEFAULT_TOOLS = sorted(
+    [
+        "bracket_tracker",
+        "check_port",
+        "checkout_ref",
+        "clone_repo",
+        "delete_path",
+        "detect_stack",
+        "edit_file",
+        "export_artifact",
+        "export_artifacts",
+        "functions_mapping",
+        "http_health_check",
+        "install_node_deps",
+        "install_package",
+        "install_python_deps",
+        "list_directory",
+        "move_path",
+        "read_file",
+        "run_code",
+        "run_command",
+        "search_in_files",
+        "session_reset",
+        "start_process",
+        "stop_process",
+        "stream_logs",
+        "validate_code",
+        "write_env_file",
+        "write_file",
+    ]
+)
+
+# The stdio session's policy (policy.toml) offers four.
+POLICY_TOOLS = ["list_directory", "read_file", "run_code", "write_file"]
+
+INVALID_PARAMS = -32602
+
+
+def run(connect, body):
+    """Runs `body(client)` with a connected client, closing it (and its session) after."""
+
+    async def main():
+        async with connect() as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def test_the_tool_list_follows_the_session_policy(connect, transport):
+    async def body(client):
+        listed = await client.list_tools()
+        return sorted(tool.name for tool in listed.tools), client.server_info.name
+
+    names, server = run(connect, body)
+    assert server == "forge"
+    # `shell` is never listed by default; `delete_path` is not in the stdio policy.
+    assert names == (POLICY_TOOLS if transport == "stdio" else DEFAULT_TOOLS)
+
+
+def test_run_code_runs_python_in_the_sandbox(connect):
+    async def body(client):
+        return await client.call_tool("run_code", {"language": "python", "code": "print(6 * 7)"})
+
+    result = run(connect, body)
+    reply = result.structured_content
+    assert (result.is_error, reply["outcome"], reply["result"]["stdout"], reply["result"]["exit_code"]) == (
+        False,
+        "ok",
+        "42\n",
+        0,
+    )
+    assert '"stdout":"42\\n"' in result.content[0].text
+
+
+def test_read_file_reads_what_write_file_wrote(connect):
+    async def body(client):
+        written = await client.call_tool("write_file", {"path": "notes/mcp.txt", "content": "hello from mcp\n"})
+        read = await client.call_tool("read_file", {"path": "notes/mcp.txt"})
+        return written, read
+
+    written, read = run(connect, body)
+    assert (written.is_error, written.structured_content["result"]) == (
+        False,
+        {"path": "/workspace/notes/mcp.txt", "bytes": 15},
+    )
+    assert (read.is_error, read.structured_content["result"]["content"]) == (False, "hello from mcp\n")
+
+
+def test_a_denied_call_is_a_tool_error_naming_the_rule(connect):
+    async def body(client):
+        return await client.call_tool("write_file", {"path": "/etc/forge-mcp-test", "content": "x"})
+
+    result = run(connect, body)
+    reply = result.structured_content
+    assert (result.is_error, result.content[0].text) == (
+        True,
+        "write_file: denied by rule `paths.writable`: write_file would write /etc/forge-mcp-test, "
+        "outside the writable paths (/workspace, /tmp)",
+    )
+    assert (reply["outcome"], reply["decision"], reply["rule"]) == ("denied", "deny", "paths.writable")
+
+
+def test_a_tool_outside_the_policy_is_denied(connect, transport):
+    tool = "delete_path" if transport == "stdio" else "shell"
+
+    async def body(client):
+        return await client.call_tool(tool, {"path": "notes"} if tool == "delete_path" else {"command": "id"})
+
+    result = run(connect, body)
+    assert (result.is_error, result.structured_content["rule"]) == (True, "tools.allowlist")
+    assert result.content[0].text.startswith(f"{tool}: denied by rule `tools.allowlist`"), result.content[0].text
+
+
+def test_an_unknown_tool_is_a_protocol_error(connect):
+    async def body(client):
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("no_such_tool", {})
+        return raised.value.error
+
+    error = run(connect, body)
+    assert (error.code, error.message) == (INVALID_PARAMS, 'no tool named "no_such_tool"')
