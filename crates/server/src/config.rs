@@ -22,6 +22,11 @@
 //! queue_timeout = "30s"
 //! queue_depth = 64
 //!
+//! [gateway]                    # ceilings no tool-gateway session can exceed
+//! max_execution_seconds = 600
+//! call_budget = 10000
+//! network = { mode = "allowlist", hosts = ["pypi.org", "*.pythonhosted.org"] }
+//!
 //! [images]
 //! pull_missing = true          # spawning an image not in the store pulls it
 //! platform = "linux/amd64"     # from multi-platform images; the host's by default
@@ -90,6 +95,8 @@ pub struct ServerConfig {
     pub registries: forge_image::RegistryConfig,
     /// Largest archive `POST /images/import` accepts.
     pub max_image_bytes: u64,
+    /// The most any tool-gateway session may get, whatever its client asks for.
+    pub gateway_ceilings: forge_policy::Ceilings,
 }
 
 impl ServerConfig {
@@ -112,6 +119,16 @@ impl ServerConfig {
             reaper_interval: Duration::from_secs(1),
             registries: forge_image::RegistryConfig::default(),
             max_image_bytes: 8 << 30,
+            gateway_ceilings: forge_policy::Ceilings::default(),
+        }
+    }
+
+    /// The tool gateway's settings, for the server's gateway and `forge mcp`'s alike.
+    pub fn gateway(&self) -> forge_gateway::GatewayConfig {
+        forge_gateway::GatewayConfig {
+            data_dir: self.data_dir.clone(),
+            ceilings: self.gateway_ceilings.clone(),
+            image: self.default_image.clone(),
         }
     }
 
@@ -163,6 +180,8 @@ struct FileConfig {
     defaults: FileDefaults,
     pool: FilePool,
     images: FileImages,
+    /// The tool gateway's operator ceilings (the fields of a session policy).
+    gateway: Option<forge_policy::Ceilings>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,6 +341,13 @@ pub fn load(
     }
     if let Some(depth) = parsed.pool.queue_depth {
         config.queue_depth = depth;
+    }
+    if let Some(ceilings) = parsed.gateway {
+        ceilings.validate().map_err(|error| ConfigError::Invalid {
+            key: "gateway",
+            reason: error.to_string(),
+        })?;
+        config.gateway_ceilings = ceilings;
     }
     config.check()?;
     Ok(config)

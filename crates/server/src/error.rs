@@ -23,6 +23,10 @@ pub enum Code {
     TooLarge,
     Unavailable,
     Internal,
+    /// The gateway's policy denied a tool call.
+    PolicyDenied,
+    /// The gateway's policy wants a person to approve a tool call first.
+    ApprovalRequired,
 }
 
 impl Code {
@@ -36,6 +40,8 @@ impl Code {
             Self::TooLarge => "TOO_LARGE",
             Self::Unavailable => "UNAVAILABLE",
             Self::Internal => "INTERNAL_ERROR",
+            Self::PolicyDenied => "POLICY_DENIED",
+            Self::ApprovalRequired => "APPROVAL_REQUIRED",
         }
     }
 
@@ -45,10 +51,13 @@ impl Code {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict => StatusCode::CONFLICT,
+            // A call that waits for approval conflicts with the policy's state, as a
+            // duplicate does with the store's.
+            Self::Conflict | Self::ApprovalRequired => StatusCode::CONFLICT,
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::PolicyDenied => StatusCode::FORBIDDEN,
         }
     }
 }
@@ -183,6 +192,23 @@ impl From<StoreError> for ApiError {
             | StoreError::Migrate(_)
             | StoreError::Query { .. }
             | StoreError::Decode { .. } => Self::internal("use the state store", &err),
+        }
+    }
+}
+
+impl From<forge_gateway::GatewayError> for ApiError {
+    fn from(err: forge_gateway::GatewayError) -> Self {
+        use forge_gateway::GatewayError;
+        match err {
+            GatewayError::SessionNotFound { .. } | GatewayError::SessionClosed { .. } => {
+                Self::not_found(err.to_string())
+            }
+            GatewayError::Policy(source) => Self::bad_request(format!("invalid policy: {source}")),
+            GatewayError::Sandbox { source, .. } => source.into(),
+            GatewayError::Store(source) => source.into(),
+            GatewayError::Ledger { .. } | GatewayError::DataDir { .. } => {
+                Self::internal("record the tool call", &err)
+            }
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Forge's HTTP edge: one axum app on one port.
 //!
+//! The tool gateway's routes (`/sessions…`, `/tools…`, `/ledger`) serve
+//! [`forge_gateway::Gateway`], which [`AppState`] owns.
+//!
 //! `/api/v1/sandboxes…`, `/templates…`, `/providers…`, `/snapshots`, `/pool/status`,
 //! `/health`, `/metrics` and `/events` follow ForgeVM's wire contract, so its SDKs work
 //! unchanged, with its gaps closed (timeouts enforced, a full pool answers 503, file
@@ -44,6 +47,7 @@ pub struct AppState {
 #[derive(Debug)]
 struct Inner {
     manager: Manager,
+    gateway: forge_gateway::Gateway,
     started: Instant,
 }
 
@@ -52,10 +56,12 @@ impl AppState {
     pub fn new(backend: Arc<dyn Backend>, store: Store, config: ServerConfig) -> Self {
         let events = events::EventBus::new(store.clone());
         let metrics = Arc::new(metrics::Metrics::default());
+        let gateway = forge_gateway::Gateway::new(backend.clone(), store.clone(), config.gateway());
         let manager = Manager::new(backend, store, events, Arc::new(config), metrics);
         Self {
             inner: Arc::new(Inner {
                 manager,
+                gateway,
                 started: Instant::now(),
             }),
             mcp: None,
@@ -71,6 +77,11 @@ impl AppState {
 
     pub fn mcp(&self) -> Option<&forge_mcp::HttpEndpoint> {
         self.mcp.as_ref()
+    }
+
+    /// The tool gateway (`/sessions…`, `/tools…`, `/ledger`, and the MCP adapter).
+    pub fn gateway(&self) -> &forge_gateway::Gateway {
+        &self.inner.gateway
     }
 
     pub fn manager(&self) -> &Manager {
@@ -105,6 +116,9 @@ impl AppState {
                 tick.tick().await;
                 if let Err(err) = state.manager().reap().await {
                     tracing::warn!(error = err.message, "the TTL reaper failed; retrying");
+                }
+                if let Err(err) = state.gateway().reap().await {
+                    tracing::warn!(error = %err, "the gateway session reaper failed; retrying");
                 }
             }
         })

@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use forge_gateway::{Gateway, GatewayConfig};
+use forge_gateway::Gateway;
 use forge_mcp::{GatewayHost, ToolHost};
 use forge_policy::Policy;
-use forge_sandbox::{Backend, JailBackend, JailConfig};
+use forge_sandbox::{JailBackend, JailConfig};
 use forge_server::ServerConfig;
 use forge_server::config::{self, Overrides};
 use forge_store::Store;
@@ -49,10 +49,8 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(&config.data_dir.join("forge.db"))
         .await
         .context("cannot open the state store")?;
-    let host = Arc::new(GatewayHost::new(
-        gateway(&config, Arc::new(backend), store),
-        policy,
-    ));
+    let gateway = Gateway::new(Arc::new(backend), store, config.gateway());
+    let host = Arc::new(GatewayHost::new(gateway, policy));
     let owned = attach.is_none();
     let session = host
         .open(attach)
@@ -86,9 +84,4 @@ fn resolve_config(
         &overrides,
         default_data,
     )?)
-}
-
-/// The tool gateway over `backend` and `store`, as `forge serve` and `forge mcp` both run it.
-pub(crate) fn gateway(config: &ServerConfig, backend: Arc<dyn Backend>, store: Store) -> Gateway {
-    Gateway::new(backend, store, GatewayConfig::new(&config.data_dir))
 }

@@ -36,17 +36,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .context("cannot open the state store")?;
     let recovery = backend.recover().await;
     let listen = config.listen;
-    let backend: Arc<dyn forge_sandbox::Backend> = Arc::new(backend);
-    let gateway = super::mcp::gateway(&config, backend.clone(), store.clone());
+    let state = AppState::new(Arc::new(backend), store, config.clone());
+    // `/mcp` serves the same gateway as `/api/v1/sessions…`, so an MCP client can attach to a
+    // session opened over HTTP.
     let mcp = forge_mcp::HttpEndpoint::new(
-        Arc::new(forge_mcp::GatewayHost::new(gateway, None)),
+        Arc::new(forge_mcp::GatewayHost::new(state.gateway().clone(), None)),
         // With a key, a DNS-rebound page cannot authenticate, so any Host is fine (and
         // needed beyond loopback); without one, only loopback names are answered.
         forge_mcp::HttpOptions {
             any_host: config.api_key.is_some(),
         },
     );
-    let state = AppState::new(backend, store, config.clone()).with_mcp(mcp);
+    let state = state.with_mcp(mcp);
     let reconciled = state
         .manager()
         .reconcile(&recovery.adopted)

@@ -26,6 +26,7 @@ import httpx2
 import pytest
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 HERE = Path(__file__).parent
 POLICY = HERE / "policy.toml"
@@ -45,15 +46,22 @@ def stdio_client() -> Client:
     return Client(params, read_timeout_seconds=TIMEOUT)
 
 
-def http_client() -> Client:
-    """A client of `/mcp` on the running server, authenticated like any API client."""
-    url = os.environ["FORGE_URL"].rstrip("/") + "/mcp"
-    http = httpx2.AsyncClient(
-        headers={"X-API-Key": os.environ["FORGE_API_KEY"]},
-        timeout=httpx2.Timeout(TIMEOUT),
-    )
-    from mcp.client.streamable_http import streamable_http_client
+def api_headers() -> dict[str, str]:
+    return {"X-API-Key": os.environ["FORGE_API_KEY"]}
 
+
+def api_url(path: str) -> str:
+    return os.environ["FORGE_URL"].rstrip("/") + "/api/v1" + path
+
+
+def http_client(attach: str | None = None) -> Client:
+    """A client of `/mcp` on the running server, authenticated like any API client; with
+    `attach`, bound to that existing gateway session instead of a new one."""
+    url = os.environ["FORGE_URL"].rstrip("/") + "/mcp"
+    headers = api_headers()
+    if attach is not None:
+        headers["X-Forge-Session"] = attach
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(TIMEOUT))
     return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=TIMEOUT)
 
 

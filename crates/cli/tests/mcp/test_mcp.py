@@ -5,8 +5,10 @@ is a tool error naming the rule, an unknown tool is a protocol error."""
 from __future__ import annotations
 
 import anyio
+import httpx2
 import pytest
 
+from conftest import TIMEOUT, api_headers, api_url, http_client
 from mcp import MCPError
 
 # Every tool the gateway serves under its default policy (all but `shell`), as `/mcp` lists
@@ -132,3 +134,53 @@ def test_an_unknown_tool_is_a_protocol_error(connect):
 
     error = run(connect, body)
     assert (error.code, error.message) == (INVALID_PARAMS, 'no tool named "no_such_tool"')
+
+
+def test_an_http_client_attaches_to_a_session_opened_over_the_api():
+    """A session opened with `POST /api/v1/sessions` and its own policy, used over MCP through
+    `X-Forge-Session`: MCP lists that policy's tools, and the session (with what MCP wrote in
+    its sandbox) outlives the MCP client, since it belongs to whoever opened it."""
+    api = httpx2.Client(headers=api_headers(), timeout=TIMEOUT)
+    opened = api.post(api_url("/sessions"), json={"policy": {"tools": ["read_file", "write_file"]}})
+    assert opened.status_code == 201, opened.text
+    session = opened.json()["id"]
+
+    async def body(client):
+        listed = await client.list_tools()
+        written = await client.call_tool("write_file", {"path": "shared.txt", "content": "from mcp\n"})
+        return sorted(tool.name for tool in listed.tools), written
+
+    try:
+        names, written = run(lambda: http_client(attach=session), body)
+        assert (names, written.is_error, written.structured_content["session_id"]) == (
+            ["read_file", "write_file"],
+            False,
+            session,
+        )
+        state = api.get(api_url(f"/sessions/{session}")).json()["state"]
+        read = api.post(api_url("/tools/read_file"), json={"session_id": session, "arguments": {"path": "shared.txt"}})
+        assert (state, read.status_code, read.json()["result"]["content"]) == ("open", 200, "from mcp\n")
+    finally:
+        api.delete(api_url(f"/sessions/{session}"))
+        api.close()
+
+
+def mcp_error(raised: BaseException) -> MCPError | None:
+    """The MCP error in `raised`, which anyio's task groups may have wrapped in groups."""
+    if isinstance(raised, MCPError):
+        return raised
+    for inner in getattr(raised, "exceptions", ()):
+        if (found := mcp_error(inner)) is not None:
+            return found
+    return None
+
+
+def test_attaching_to_an_unknown_session_fails_the_handshake():
+    async def body(client):
+        return None
+
+    with pytest.raises(BaseException) as raised:
+        run(lambda: http_client(attach="ses-000000000000"), body)
+    error = mcp_error(raised.value)
+    assert error is not None, repr(raised.value)
+    assert (error.error.code, error.error.message) == (INVALID_PARAMS, "no gateway session ses-000000000000")

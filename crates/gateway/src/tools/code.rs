@@ -156,7 +156,7 @@ impl Tool for BracketTracker {
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
         let path = resolve("path", &self.path)?;
         let bytes = read_capped(cx, &path).await?;
-        let mut value = crate::analysis::brackets(&path, &bytes);
+        let mut value = crate::analysis::brackets(&path, &bytes)?;
         value["path"] = json!(path);
         Ok(value)
     }
@@ -176,7 +176,9 @@ impl Tool for FunctionsMapping {
     const DESCRIPTION: &'static str = "List the functions and methods a source file defines (name, line, parameters), parsed with tree-sitter.";
 
     fn plan(&self) -> Result<ToolCall, ToolError> {
-        Ok(ToolCall::new(Self::NAME).read(resolve("path", &self.path)?))
+        let path = resolve("path", &self.path)?;
+        crate::analysis::language(&path)?;
+        Ok(ToolCall::new(Self::NAME).read(path))
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
@@ -202,7 +204,9 @@ impl Tool for ValidateCode {
     const DESCRIPTION: &'static str = "Parse a source file with tree-sitter and report syntax errors with positions and rule-based findings (eval, exec, subprocess with shell=True, ...).";
 
     fn plan(&self) -> Result<ToolCall, ToolError> {
-        Ok(ToolCall::new(Self::NAME).read(resolve("path", &self.path)?))
+        let path = resolve("path", &self.path)?;
+        crate::analysis::language(&path)?;
+        Ok(ToolCall::new(Self::NAME).read(path))
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
@@ -211,19 +215,5 @@ impl Tool for ValidateCode {
         let mut value = crate::analysis::validate(&path, &bytes)?;
         value["path"] = json!(path);
         Ok(value)
-    }
-}
-
-/// The matcher `search_in_files` uses.
-pub(crate) struct SearchMatcher(crate::analysis::Matcher);
-
-impl SearchMatcher {
-    pub(crate) fn new(pattern: &str) -> Result<Self, String> {
-        crate::analysis::Matcher::new(pattern).map(Self)
-    }
-
-    /// Matches in one file, at most `room`; whether more were left.
-    pub(crate) fn search(&self, path: &str, bytes: &[u8], room: usize) -> (Vec<Value>, bool) {
-        self.0.search(path, bytes, room)
     }
 }

@@ -17,20 +17,6 @@ const READ_LIMIT: u64 = 16 << 20;
 /// Files `search_in_files` scans at most, and the largest file it reads.
 const SEARCH_FILES: usize = 5000;
 const SEARCH_FILE_BYTES: u64 = 1 << 20;
-/// Directories `search_in_files` and `export_artifacts` never enter: version control and
-/// dependency trees, where matches are noise.
-pub(crate) const IGNORED_DIRS: [&str; 10] = [
-    ".git",
-    "node_modules",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "target",
-    ".pydeps",
-    ".mypy_cache",
-    ".pytest_cache",
-    "dist",
-];
 
 fn default_dir() -> String {
     WORKSPACE.to_owned()
@@ -360,12 +346,10 @@ impl Tool for SearchInFiles {
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
         let root = resolve("root", &self.root)?;
-        let matcher = super::code::SearchMatcher::new(&self.pattern)
-            .map_err(|message| invalid("pattern", message))?;
-        let max_results = self.max_results.unwrap_or(200);
+        let mut matcher =
+            crate::analysis::Matcher::new(&self.pattern, self.max_results.unwrap_or(200))
+                .map_err(|message| invalid("pattern", message))?;
         let files = walk(cx, &root, SEARCH_FILES).await?;
-        let mut hits = Vec::new();
-        let mut scanned = 0usize;
         let mut truncated = files.truncated;
         for file in files.files {
             if file.size > SEARCH_FILE_BYTES || cx.policy.conceals(&file.path) {
@@ -374,18 +358,16 @@ impl Tool for SearchInFiles {
             let Ok(bytes) = cx.backend.read_file(cx.sandbox, &file.path).await else {
                 continue;
             };
-            scanned += 1;
             let relative = file
                 .path
                 .strip_prefix(&root)
                 .map_or(file.path.as_str(), |rest| rest.trim_start_matches('/'));
-            let (found, more) = matcher.search(relative, &bytes, max_results - hits.len());
-            hits.extend(found);
-            if more || hits.len() >= max_results {
-                truncated = true;
+            if !matcher.add(relative, &bytes) {
                 break;
             }
         }
+        let (hits, scanned, capped) = matcher.finish();
+        truncated |= capped;
         Ok(json!({
             "root": root,
             "count": hits.len(),
@@ -402,7 +384,7 @@ pub(crate) struct Walked {
     pub(crate) truncated: bool,
 }
 
-/// Lists the regular files under `root` (not following symlinks, skipping [`IGNORED_DIRS`]),
+/// Lists the regular files under `root` (not following symlinks, skipping dependency and version-control folders),
 /// at most `limit` of them, in a stable order.
 pub(crate) async fn walk(cx: &Cx<'_>, root: &str, limit: usize) -> Result<Walked, ToolError> {
     let mut files = Vec::new();
@@ -417,7 +399,7 @@ pub(crate) async fn walk(cx: &Cx<'_>, root: &str, limit: usize) -> Result<Walked
         entries.sort_by(|a, b| b.name.cmp(&a.name));
         for entry in entries {
             match entry.kind {
-                FileKind::Dir if !IGNORED_DIRS.contains(&entry.name.as_str()) => {
+                FileKind::Dir if !crate::analysis::is_ignored_dir(&entry.name) => {
                     pending.push(entry.path);
                 }
                 FileKind::File => {

@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::files::write;
-use super::{Cx, Tool, WORKSPACE, exec, exec_value, invalid, join, resolve, sandbox_failed};
+use super::{Cx, Tool, WORKSPACE, exec, exec_value, invalid, join, resolve};
 use crate::reply::ToolError;
+
+/// Files `detect_stack` lists at most.
+const STACK_FILES: usize = 5000;
 
 /// Where Python packages come from, for the policy's network check.
 const PYPI: &str = "pypi.org";
@@ -156,21 +159,28 @@ impl Tool for DetectStack {
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
         let dir = resolve("repo_dir", &self.repo_dir)?;
-        let entries = cx
-            .backend
-            .list_dir(cx.sandbox, &dir)
-            .await
-            .map_err(|e| sandbox_failed(&e))?;
-        let names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
-        let mut manifests = Vec::new();
-        for name in crate::analysis::MANIFESTS {
-            if names.iter().any(|n| n == name)
-                && let Ok(bytes) = cx.backend.read_file(cx.sandbox, &join(&dir, name)).await
+        let walked = super::files::walk(cx, &dir, STACK_FILES).await?;
+        let mut files = Vec::new();
+        for file in walked.files {
+            let relative = file
+                .path
+                .strip_prefix(&dir)
+                .map_or(file.path.as_str(), |rest| rest.trim_start_matches('/'))
+                .to_owned();
+            let contents = if crate::analysis::wants_contents(&relative)
+                && file.size <= crate::analysis::MAX_MANIFEST_BYTES
             {
-                manifests.push(((*name).to_owned(), bytes));
-            }
+                cx.backend
+                    .read_file(cx.sandbox, &file.path)
+                    .await
+                    .ok()
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            } else {
+                None
+            };
+            files.push((relative, contents));
         }
-        let mut value = crate::analysis::detect_stack(&names, &manifests);
+        let mut value = crate::analysis::detect_stack(&files);
         value["repo_dir"] = json!(dir);
         Ok(value)
     }

@@ -123,8 +123,8 @@ async fn search_skips_ignored_folders_and_secrets() {
             "root": "/workspace",
             "count": 2,
             "hits": [
-                {"file": "src/a.py", "line": 2, "content": "TOKEN = 'needle'"},
-                {"file": "src/b.js", "line": 1, "content": "const needle = 1;"},
+                {"file": "src/a.py", "line": 2, "column": 10, "content": "TOKEN = 'needle'"},
+                {"file": "src/b.js", "line": 1, "column": 7, "content": "const needle = 1;"},
             ],
             "files_scanned": 2,
             "truncated": false,
@@ -204,7 +204,7 @@ async fn secret_files_are_not_read_and_writes_stay_in_writable_paths() {
 }
 
 #[tokio::test]
-async fn brackets_and_stack() {
+async fn code_tools_read_through_the_sandbox() {
     let ctx = Ctx::new().await;
     let s = ctx.session("").await;
     ctx.ok(
@@ -228,6 +228,43 @@ async fn brackets_and_stack() {
         .await;
     assert_eq!(bad["balanced"], json!(false));
 
+    ctx.ok(&s, "write_file", json!({"path": "app.py", "content": "import subprocess\n\ndef run(cmd, shell):\n    return subprocess.run(cmd, shell=True)\n\nclass A:\n    def m(self):\n        pass\n"})).await;
+    let functions = ctx
+        .ok(&s, "functions_mapping", json!({"path": "app.py"}))
+        .await;
+    let names: Vec<&str> = functions["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (functions["language"].clone(), names),
+        (json!("python"), vec!["run", "A", "m"])
+    );
+    let checked = ctx.ok(&s, "validate_code", json!({"path": "app.py"})).await;
+    assert_eq!(
+        (
+            checked["valid"].clone(),
+            checked["findings"][0]["rule"].clone()
+        ),
+        (json!(true), json!("python.subprocess-shell"))
+    );
+    ctx.ok(
+        &s,
+        "write_file",
+        json!({"path": "broken.py", "content": "def f(:\n"}),
+    )
+    .await;
+    let broken = ctx
+        .ok(&s, "validate_code", json!({"path": "broken.py"}))
+        .await;
+    assert_eq!(broken["valid"], json!(false));
+    let unknown = ctx
+        .call(&s, "validate_code", json!({"path": "notes.txt"}))
+        .await;
+    assert_eq!(verdict(&unknown), v("invalid", None, None, Some("path")));
+
     ctx.ok(
         &s,
         "write_file",
@@ -240,9 +277,20 @@ async fn brackets_and_stack() {
         json!({"path": "proj/requirements.txt", "content": "flask\n"}),
     )
     .await;
+    ctx.ok(
+        &s,
+        "write_file",
+        json!({"path": "proj/node_modules/x/package.json", "content": "{}"}),
+    )
+    .await;
     let stack = ctx
         .ok(&s, "detect_stack", json!({"repo_dir": "proj"}))
         .await;
-    assert_eq!(stack["node"], json!(true));
-    assert_eq!(stack["python"], json!(true));
+    let frameworks: Vec<&str> = stack["frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(frameworks, ["express", "flask"], "{stack}");
 }

@@ -5,6 +5,7 @@ mod docs;
 mod events;
 mod exec;
 mod files;
+mod gateway;
 mod images;
 mod processes;
 mod sandboxes;
@@ -38,7 +39,8 @@ use crate::middleware;
         (name = "processes", description = "Background processes and terminals"),
         (name = "templates", description = "Sandbox templates and their warm pools"),
         (name = "images", description = "The image store: pull, import, build, remove, prune"),
-        (name = "system", description = "Health, metrics, providers, pool, snapshots, events")
+        (name = "system", description = "Health, metrics, providers, pool, snapshots, events"),
+        (name = "gateway", description = "Tool-gateway sessions, typed tools under an enforced policy, and the ledger")
     )
 )]
 struct ApiDoc;
@@ -96,7 +98,14 @@ pub(crate) fn router(state: AppState) -> Router {
         .routes(routes!(system::pool_status))
         .routes(routes!(system::health))
         .routes(routes!(system::metrics_json))
-        .routes(routes!(events::events));
+        .routes(routes!(events::events))
+        .routes(routes!(gateway::create))
+        .routes(routes!(gateway::get, gateway::close))
+        .routes(routes!(gateway::reset))
+        .routes(routes!(gateway::artifacts))
+        .routes(routes!(gateway::tools))
+        .routes(routes!(gateway::call))
+        .routes(routes!(gateway::ledger));
     let (api, mut spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", routes)
         .split_for_parts();

@@ -17,6 +17,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+mod gateway;
 mod images;
 mod mcp;
 
