@@ -52,6 +52,64 @@ pub(crate) enum Command {
     /// Measure Forge against baselines in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The tool gateway's tools on a server: list them, call one in a session.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// The tool gateway's ledger: the last calls (from a server), or verify the hash chain of
+    /// a data directory's ledger file.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List the gateway's tools (with --session, only those the session may call).
+    Ls {
+        #[command(flatten)]
+        client: ClientArgs,
+        /// A session id: list only its tools.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Call a tool in a session; exits 1 unless the call ran and succeeded.
+    Call {
+        #[command(flatten)]
+        client: ClientArgs,
+        /// The tool, such as `read_file`.
+        tool: String,
+        /// The session to call it in.
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// The arguments, a JSON object.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        /// A key that makes a retried call return the recorded reply instead of running again.
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LedgerCommand {
+    /// Show the last recorded tool calls.
+    Tail {
+        #[command(flatten)]
+        client: ClientArgs,
+        /// Only this session's calls.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: u32,
+    },
+    /// Check the ledger file's hash chain; exits 1 naming the first bad line.
+    Verify {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -234,6 +292,21 @@ pub(crate) enum BenchCommand {
     Server(BenchServerArgs),
     /// A cold start on an image's layers against one on the host base.
     Image(BenchImageArgs),
+    /// What the tool gateway adds to a call (validate + decide + run + record): `read_file`
+    /// of a 4 KiB file through the gateway against the same backend read directly.
+    Gateway(BenchGatewayArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchGatewayArgs {
+    /// Calls of each.
+    #[arg(long, default_value_t = 2000)]
+    pub(crate) iterations: usize,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) data: DataDirArg,
 }
 
 #[derive(Debug, Args)]

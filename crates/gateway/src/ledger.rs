@@ -397,6 +397,24 @@ mod tests {
     }
 
     #[test]
+    fn writers_with_their_own_descriptors_keep_one_chain() {
+        // Two open file descriptions, as two processes sharing a data directory have: the
+        // flock serialises them and each re-reads the end the other wrote.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.jsonl");
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || write(&path, 50))
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        assert_eq!(verify(&path, None).unwrap().lines, 100);
+    }
+
+    #[test]
     fn tampering_is_found_at_the_first_bad_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.jsonl");

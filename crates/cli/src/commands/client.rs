@@ -13,14 +13,14 @@ use crate::cli::{ClientArgs, ExecArgs, ForkArgs, KillArgs, SnapshotArgs, SpawnAr
 use crate::output;
 
 /// A client for one server.
-struct Client {
-    http: reqwest::Client,
+pub(crate) struct Client {
+    pub(crate) http: reqwest::Client,
     base: String,
-    json: bool,
+    pub(crate) json: bool,
 }
 
 impl Client {
-    fn new(args: &ClientArgs) -> anyhow::Result<Self> {
+    pub(crate) fn new(args: &ClientArgs) -> anyhow::Result<Self> {
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(key) = args.api_key.as_deref().filter(|k| !k.is_empty()) {
             headers.insert(
@@ -40,12 +40,15 @@ impl Client {
         })
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// Sends a request and turns an error answer into an error that says what the server said.
-    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<reqwest::Response> {
         let response = request
             .send()
             .await
@@ -65,7 +68,7 @@ impl Client {
         bail!("the server answered {status} {code}: {message}")
     }
 
-    async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
         Ok(self
             .send(self.http.get(self.url(path)))
             .await?

@@ -1,10 +1,12 @@
 //! One module per command; each turns parsed arguments into calls on the libraries.
 
 mod bench;
+mod bench_gateway;
 mod bench_image;
 mod bench_server;
 mod client;
 mod doctor;
+mod gateway;
 mod image;
 mod mcp;
 mod sandbox;
@@ -12,7 +14,9 @@ mod serve;
 
 use std::process::ExitCode;
 
-use crate::cli::{BenchCommand, Cli, Command, FilesCommand, SandboxCommand};
+use crate::cli::{
+    BenchCommand, Cli, Command, FilesCommand, LedgerCommand, SandboxCommand, ToolsCommand,
+};
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
@@ -46,5 +50,24 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Sandbox(args)) => bench::sandbox(args).await,
         Command::Bench(BenchCommand::Server(args)) => bench_server::server(args).await,
         Command::Bench(BenchCommand::Image(args)) => bench_image::image(args).await,
+        Command::Bench(BenchCommand::Gateway(args)) => bench_gateway::gateway(args).await,
+        Command::Tools(ToolsCommand::Ls { client, session }) => {
+            gateway::tools_ls(client, session).await
+        }
+        Command::Tools(ToolsCommand::Call {
+            client,
+            tool,
+            session,
+            args,
+            idempotency_key,
+        }) => gateway::tools_call(client, &tool, &session, &args, idempotency_key).await,
+        Command::Ledger(LedgerCommand::Tail {
+            client,
+            session,
+            lines,
+        }) => gateway::ledger_tail(client, session, lines).await,
+        Command::Ledger(LedgerCommand::Verify { data, json }) => {
+            gateway::ledger_verify(&data, json).await
+        }
     }
 }

@@ -293,3 +293,32 @@ pub(crate) fn exec_value(cx: &Cx<'_>, result: &ExecResult) -> Value {
     })
 }
 pub(crate) use artifacts::artifacts_dir;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_in_the_policy_catalogue_and_its_schema_compiles() {
+        let entries = entries();
+        let unknown: Vec<&str> = entries
+            .iter()
+            .map(|entry| entry.spec.name.as_str())
+            .filter(|name| !forge_policy::catalog::is_tool(name))
+            .collect();
+        assert_eq!(unknown, Vec::<&str>::new());
+        for entry in &entries {
+            // An empty object is either accepted or refused naming a field: never "the
+            // schema does not compile".
+            if let Err(error) = entry.checker.check(&serde_json::json!({})) {
+                assert!(error.field.is_some(), "{}: {error:?}", entry.spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn tool_catalogue() {
+        let specs: Vec<ToolSpec> = entries().into_iter().map(|entry| entry.spec).collect();
+        insta::assert_json_snapshot!(specs);
+    }
+}

@@ -387,3 +387,58 @@ async fn an_idempotency_key_replays_instead_of_running_twice() {
     assert_ne!(other.result, first.result);
     assert_eq!(ctx.gateway.ledger(Some(&s), 10).await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn the_sandbox_follows_the_policy_memory_and_network() {
+    use forge_sandbox::Backend;
+
+    let ctx = Ctx::new().await;
+    let s = ctx.session("max_memory_mb = 256").await;
+    let info = ctx.gateway.session(&s).await.unwrap();
+    let sandbox = ctx.backend.get(&info.sandbox_id).await.unwrap();
+    assert_eq!(
+        (sandbox.spec.limits.memory_bytes, sandbox.spec.network),
+        (256 << 20, forge_types::NetworkMode::None)
+    );
+    // A memory hog is stopped by the sandbox's limit.
+    let hog = ctx
+        .ok(
+            &s,
+            "run_code",
+            json!({"language": "python", "code": "x = b'a' * (512 << 20)"}),
+        )
+        .await;
+    assert_ne!(hog["exit_code"], json!(0));
+
+    // An open network is either made real by the backend or refused with a clear error.
+    let open = ctx
+        .gateway
+        .create_session(SessionRequest {
+            policy: Some(Policy::from_toml("network = { mode = \"open\" }").unwrap()),
+            sandbox_id: None,
+        })
+        .await;
+    match open {
+        Ok(info) => assert_eq!(info.policy.network, forge_policy::Network::Open),
+        Err(GatewayError::Sandbox {
+            source: forge_sandbox::SandboxError::Unsupported { feature },
+            ..
+        }) => assert!(feature.contains("open"), "{feature}"),
+        Err(other) => panic!("{other:?}"),
+    }
+
+    // Attaching to an existing sandbox: the session does not own it, closing leaves it.
+    let attached = ctx
+        .gateway
+        .create_session(SessionRequest {
+            policy: None,
+            sandbox_id: Some(info.sandbox_id.clone()),
+        })
+        .await
+        .unwrap();
+    assert!(!attached.owns_sandbox);
+    ctx.gateway.close(attached.id.as_str()).await.unwrap();
+    ctx.backend.get(&info.sandbox_id).await.unwrap();
+    ctx.gateway.close(&s).await.unwrap();
+    assert!(ctx.backend.get(&info.sandbox_id).await.is_err());
+}

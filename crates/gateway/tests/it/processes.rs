@@ -217,3 +217,60 @@ async fn artifacts_are_exported_and_reset_wipes_the_session() {
     let logs = ctx.ok(&s, "stream_logs", json!({"name": "sleeper"})).await;
     assert_eq!(logs["running"], json!(false));
 }
+
+#[tokio::test]
+async fn checkout_ref_switches_a_local_repository() {
+    let ctx = Ctx::new().await;
+    let s = ctx.session("commands = [[\"git\"]]").await;
+    ctx.ok(
+        &s,
+        "write_file",
+        json!({"path": "repo/a.txt", "content": "one"}),
+    )
+    .await;
+    let git = |args: &[&str]| {
+        let mut command = vec![
+            "git",
+            "-C",
+            "/workspace/repo",
+            "-c",
+            "user.name=forge",
+            "-c",
+            "user.email=forge@localhost",
+        ];
+        command.extend_from_slice(args);
+        json!({ "command": command })
+    };
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "."],
+        &["commit", "-q", "-m", "one"],
+        &["tag", "v1"],
+    ] {
+        let ran = ctx.ok(&s, "run_command", git(args)).await;
+        assert_eq!(ran["exit_code"], json!(0), "{args:?}: {ran}");
+    }
+    ctx.ok(
+        &s,
+        "write_file",
+        json!({"path": "repo/a.txt", "content": "two"}),
+    )
+    .await;
+    ctx.ok(&s, "run_command", git(&["commit", "-q", "-am", "two"]))
+        .await;
+
+    let checked = ctx
+        .ok(&s, "checkout_ref", json!({"repo_dir": "repo", "ref": "v1"}))
+        .await;
+    assert_eq!(checked["ok"], json!(true), "{checked}");
+    let read = ctx.ok(&s, "read_file", json!({"path": "repo/a.txt"})).await;
+    assert_eq!(read["content"], json!("one"));
+    let unknown = ctx
+        .ok(
+            &s,
+            "checkout_ref",
+            json!({"repo_dir": "repo", "ref": "no-such-ref"}),
+        )
+        .await;
+    assert_eq!(unknown["ok"], json!(false));
+}
