@@ -64,10 +64,16 @@ impl ToolHost for GatewayHost {
         session: &SessionId,
         tool: &str,
         arguments: Map<String, Value>,
+        idempotency_key: Option<String>,
     ) -> Result<ToolReply, HostError> {
         let reply = self
             .gateway
-            .call(session.as_str(), tool, Value::Object(arguments), None)
+            .call(
+                session.as_str(),
+                tool,
+                Value::Object(arguments),
+                idempotency_key,
+            )
             .await
             .map_err(host_error)?;
         // The gateway records a call to a tool it does not have as invalid; MCP wants a

@@ -25,11 +25,13 @@ pub trait ToolHost: Send + Sync + 'static {
     /// Calls `tool`. A call the policy denies, whose arguments fail the schema, or that fails
     /// in the sandbox is still `Ok`, with [`ToolReply::is_error`] set and the reason in its
     /// text: that is the model's to read. `Err` is for calls that cannot be routed at all.
+    /// A repeated `idempotency_key` in a session answers the first call's reply again.
     fn call(
         &self,
         session: &SessionId,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        idempotency_key: Option<String>,
     ) -> impl Future<Output = Result<ToolReply, HostError>> + Send;
 
     /// Ends a session [`ToolHost::open`] created (its sandbox goes with it).

@@ -25,5 +25,5 @@ mod stdio;
 pub use crate::gateway::GatewayHost;
 pub use crate::host::{HostError, ToolHost, ToolReply};
 pub use crate::http::{ATTACH_HEADER, ATTACH_QUERY, HttpEndpoint, HttpOptions};
-pub use crate::server::McpServer;
+pub use crate::server::{IDEMPOTENCY_META, McpServer};
 pub use crate::stdio::{StdioError, serve_on, serve_stdio};

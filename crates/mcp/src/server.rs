@@ -21,6 +21,10 @@ const INSTRUCTIONS: &str = "Forge's tool gateway: every tool runs in this sessio
 its policy, and every call is recorded in an audit ledger. A call the policy denies comes back \
 as an error result naming the rule that decided.";
 
+/// The `_meta` key of `tools/call` that carries an idempotency key: a call repeated with the
+/// same key in a session returns the recorded reply without running the tool again.
+pub const IDEMPOTENCY_META: &str = "forge/idempotencyKey";
+
 /// Answers MCP for one client, with the tools of one gateway session.
 pub struct McpServer<H: ToolHost> {
     host: Arc<H>,
@@ -137,12 +141,19 @@ impl<H: ToolHost> ServerHandler for McpServer<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context.extensions).await?;
+        // MCP has no idempotency field; a client that retries sends its key in `_meta`.
+        // (rmcp may have moved the request's `_meta` into the context.)
+        let idempotency_key = [request.meta.as_deref(), Some(&*context.meta)]
+            .into_iter()
+            .flatten()
+            .find_map(|meta| meta.get(IDEMPOTENCY_META)?.as_str().map(str::to_owned));
         let reply = self
             .host
             .call(
                 &session,
                 &request.name,
                 request.arguments.unwrap_or_default(),
+                idempotency_key,
             )
             .await
             .map_err(protocol_error)?;

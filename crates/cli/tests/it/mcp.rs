@@ -42,7 +42,7 @@ async fn the_mcp_python_sdk_uses_the_gateway_over_stdio_and_http() {
     server.stop().await;
     assert!(output.status.success(), "the MCP suite failed:\n{report}");
     assert!(
-        report.contains("14 passed") && !report.contains(" failed") && !report.contains("skipped"),
+        report.contains("16 passed") && !report.contains(" failed") && !report.contains("skipped"),
         "every test runs on both transports:\n{report}"
     );
 }

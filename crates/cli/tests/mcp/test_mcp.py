@@ -101,6 +101,22 @@ def test_read_file_reads_what_write_file_wrote(connect):
     assert (read.is_error, read.structured_content["result"]["content"]) == (False, "hello from mcp\n")
 
 
+def test_a_call_repeated_with_its_idempotency_key_is_not_run_twice(connect):
+    """The key rides in `_meta` (MCP has no field for it); the second call returns the first
+    call's recorded reply, marked as replayed, instead of running the code again."""
+    meta = {"forge/idempotencyKey": "append-once"}
+    code = "open('/workspace/count.txt', 'a').write('x')\nprint(len(open('/workspace/count.txt').read()))"
+
+    async def body(client):
+        first = await client.call_tool("run_code", {"language": "python", "code": code}, meta=meta)
+        again = await client.call_tool("run_code", {"language": "python", "code": code}, meta=meta)
+        return first.structured_content, again.structured_content
+
+    first, again = run(connect, body)
+    assert (first["result"]["stdout"], first["replayed"]) == ("1\n", False)
+    assert again == {**first, "replayed": True}
+
+
 def test_a_denied_call_is_a_tool_error_naming_the_rule(connect):
     async def body(client):
         return await client.call_tool("write_file", {"path": "/etc/forge-mcp-test", "content": "x"})

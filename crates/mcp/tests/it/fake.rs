@@ -1,6 +1,6 @@
 //! A tool host with two sessions' worth of policy and a log of what happened to sessions.
 //!
-//! Tools: `echo` (allowed; returns its `text`), `write_file` (listed but denied by the rule
+//! Tools: `echo` (allowed; returns its `text`, and the idempotency key it was given), `write_file` (listed but denied by the rule
 //! `writable_paths`), `shell` (exists, but no session's policy allows it, so never listed).
 
 use std::sync::Mutex;
@@ -93,6 +93,7 @@ impl ToolHost for FakeHost {
         session: &SessionId,
         tool: &str,
         arguments: Map<String, Value>,
+        idempotency_key: Option<String>,
     ) -> Result<ToolReply, HostError> {
         self.known(session)?;
         match tool {
@@ -101,9 +102,14 @@ impl ToolHost for FakeHost {
                     .get("text")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                // The key shows in the reply only when the client sent one.
+                let mut structured = json!({"session": session, "text": text});
+                if let Some(key) = idempotency_key {
+                    structured["idempotency_key"] = json!(key);
+                }
                 Ok(ToolReply::ok(
                     format!("{session}: {text}"),
-                    Some(json!({"session": session, "text": text})),
+                    Some(structured),
                 ))
             }
             "write_file" => Ok(ToolReply::error(

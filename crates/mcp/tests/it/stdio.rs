@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use forge_mcp::ToolHost;
 use pretty_assertions::assert_eq;
-use rmcp::model::{CallToolRequestParams, ErrorCode};
+use rmcp::model::{CallToolRequestParams, ErrorCode, MetaObject, RequestMetaObject};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
@@ -77,6 +77,18 @@ async fn a_client_lists_the_sessions_tools_and_calls_them() {
             "structuredContent": {"session": session, "text": "hi"},
             "isError": false,
         })
+    );
+
+    // A retrying client sends its idempotency key in `_meta`; it reaches the host.
+    let mut keyed =
+        CallToolRequestParams::new("echo").with_arguments(arguments(json!({"text": "again"})));
+    keyed.meta = Some(RequestMetaObject(MetaObject(arguments(
+        json!({forge_mcp::IDEMPOTENCY_META: "retry-1"}),
+    ))));
+    let keyed = client.call_tool(keyed).await.unwrap();
+    assert_eq!(
+        keyed.structured_content,
+        Some(json!({"session": session, "text": "again", "idempotency_key": "retry-1"}))
     );
 
     let denied = client

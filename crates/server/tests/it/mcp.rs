@@ -29,6 +29,7 @@ impl ToolHost for NoTools {
         _session: &SessionId,
         tool: &str,
         _arguments: serde_json::Map<String, serde_json::Value>,
+        _idempotency_key: Option<String>,
     ) -> Result<ToolReply, HostError> {
         Err(HostError::UnknownTool(tool.to_owned()))
     }
