@@ -24,7 +24,10 @@ pub enum StdioError {
 /// Serves `session`'s tools on this process's stdin and stdout until the client closes stdin.
 /// The caller opened `session` and closes it afterwards.
 pub async fn serve_stdio<H: ToolHost>(host: Arc<H>, session: SessionId) -> Result<(), StdioError> {
-    serve_on(host, session, rmcp::transport::stdio()).await
+    // Non-blocking pipes (as clients start servers) rather than tokio's blocking stdin: a read
+    // pending on the blocking pool cannot be cancelled, so a process stopped by a signal would
+    // hang in runtime shutdown until the client closed stdin.
+    serve_on(host, session, rmcp::transport::stdio_pipes()).await
 }
 
 /// [`serve_stdio`] on any byte stream pair (a duplex pipe in tests).

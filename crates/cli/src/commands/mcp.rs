@@ -38,6 +38,8 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         })
         .transpose()?;
     let config = resolve_config(args.config.as_deref(), args.data_dir.clone())?;
+    // No `recover()`: sandboxes already on disk belong to a server sharing this data
+    // directory; this process only manages the one its session creates.
     let backend = JailBackend::new(JailConfig {
         registries: config.registries.clone(),
         ..JailConfig::new(&config.data_dir)
@@ -57,7 +59,12 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("cannot open a gateway session")?;
     tracing::info!(session = %session, owned, "serving MCP on stdio");
-    let served = forge_mcp::serve_stdio(host.clone(), session.clone()).await;
+    // Clients end a server by closing its stdin, or by a signal when they quit; either way the
+    // session's sandbox must not outlive this process.
+    let served = tokio::select! {
+        served = forge_mcp::serve_stdio(host.clone(), session.clone()) => served,
+        () = super::serve::shutdown_signal() => Ok(()),
+    };
     // An attached session belongs to whoever opened it; ours ends with the client.
     if owned {
         host.close(&session).await;

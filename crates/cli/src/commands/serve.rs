@@ -89,7 +89,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let terminate = async {
         if let Ok(mut signal) =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
