@@ -21,6 +21,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Serve the sandbox API (ForgeVM-compatible) over HTTP.
     Serve(Box<ServeArgs>),
+    /// Serve the tool gateway to one MCP client over stdin/stdout (one session, until stdin
+    /// closes), on the same data directory and config as `forge serve`.
+    Mcp(Box<McpArgs>),
     /// Create a sandbox on a server.
     Spawn(SpawnArgs),
     /// List a server's sandboxes.
@@ -423,6 +426,23 @@ pub(crate) struct ServeArgs {
     /// Data directory (FORGE_DATA_DIR).
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Config file (TOML), as for `forge serve`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Data directory (FORGE_DATA_DIR), as for `forge serve`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Attach to this open gateway session instead of opening one; it stays open at exit.
+    #[arg(long, value_name = "ID")]
+    pub(crate) session: Option<String>,
+    /// Policy (TOML) of the session to open; default: the gateway's default policy. The
+    /// operator's ceilings narrow it either way.
+    #[arg(long, value_name = "FILE", conflicts_with = "session")]
+    pub(crate) policy: Option<PathBuf>,
 }
 
 /// How to reach a server.

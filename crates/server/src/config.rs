@@ -134,6 +134,15 @@ impl ServerConfig {
         }
     }
 
+    /// The tool gateway's settings, for the server's gateway and `forge mcp`'s alike.
+    pub fn gateway(&self) -> forge_gateway::GatewayConfig {
+        forge_gateway::GatewayConfig {
+            data_dir: self.data_dir.clone(),
+            ceilings: self.gateway_ceilings.clone(),
+            image: self.default_image.clone(),
+        }
+    }
+
     /// Refuses to listen beyond loopback without an API key.
     pub fn check(&self) -> Result<(), ConfigError> {
         if !self.listen.ip().is_loopback() && self.api_key.as_deref().is_none_or(str::is_empty) {

@@ -8,7 +8,8 @@
 //! unchanged, with its gaps closed (timeouts enforced, a full pool answers 503, file
 //! operations on unknown sandboxes answer 404, streamed exits reach the client, events carry
 //! ids and replay). Beyond it: background processes, terminals over WebSocket, Prometheus
-//! metrics at `/metrics`, and an OpenAPI document with an offline docs page.
+//! metrics at `/metrics`, and an OpenAPI document with an offline docs page. When the binary
+//! hands it one ([`AppState::with_mcp`]), MCP Streamable HTTP at `/mcp`, behind the same key.
 //!
 //! [`app`] builds the router from an [`AppState`]; handlers hold no logic of their own
 //! beyond translating the wire format — the behaviour lives in [`manager::Manager`].
@@ -39,6 +40,8 @@ pub use crate::manager::{Manager, Reconciled};
 #[derive(Debug, Clone)]
 pub struct AppState {
     inner: Arc<Inner>,
+    /// `/mcp`, when the binary wires a tool gateway under it.
+    mcp: Option<forge_mcp::HttpEndpoint>,
 }
 
 #[derive(Debug)]
@@ -53,15 +56,7 @@ impl AppState {
     pub fn new(backend: Arc<dyn Backend>, store: Store, config: ServerConfig) -> Self {
         let events = events::EventBus::new(store.clone());
         let metrics = Arc::new(metrics::Metrics::default());
-        let gateway = forge_gateway::Gateway::new(
-            backend.clone(),
-            store.clone(),
-            forge_gateway::GatewayConfig {
-                data_dir: config.data_dir.clone(),
-                ceilings: config.gateway_ceilings.clone(),
-                image: config.default_image.clone(),
-            },
-        );
+        let gateway = forge_gateway::Gateway::new(backend.clone(), store.clone(), config.gateway());
         let manager = Manager::new(backend, store, events, Arc::new(config), metrics);
         Self {
             inner: Arc::new(Inner {
@@ -69,7 +64,19 @@ impl AppState {
                 gateway,
                 started: Instant::now(),
             }),
+            mcp: None,
         }
+    }
+
+    /// Serves MCP Streamable HTTP at `/mcp` from `endpoint`, behind the API key.
+    #[must_use]
+    pub fn with_mcp(mut self, endpoint: forge_mcp::HttpEndpoint) -> Self {
+        self.mcp = Some(endpoint);
+        self
+    }
+
+    pub fn mcp(&self) -> Option<&forge_mcp::HttpEndpoint> {
+        self.mcp.as_ref()
     }
 
     /// The tool gateway (`/sessions…`, `/tools…`, `/ledger`, and the MCP adapter).
@@ -135,6 +142,14 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let reaper = state.spawn_reaper();
+    let mcp = state.mcp().cloned();
+    let shutdown = async move {
+        shutdown.await;
+        // MCP sessions hold event streams open; a graceful shutdown would wait on them.
+        if let Some(mcp) = mcp {
+            mcp.shutdown();
+        }
+    };
     let result = axum::serve(listener, app(state.clone()))
         .with_graceful_shutdown(shutdown)
         .await;

@@ -9,6 +9,7 @@ mod client;
 mod doctor;
 mod gateway;
 mod image;
+mod mcp;
 mod sandbox;
 mod serve;
 
@@ -21,6 +22,7 @@ use crate::cli::{
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(*args).await,
+        Command::Mcp(args) => mcp::run(*args).await,
         Command::Spawn(args) => client::spawn(args).await,
         Command::List(args) => client::list(args).await,
         Command::Exec(args) => client::exec(args).await,

@@ -1,4 +1,5 @@
-//! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store.
+//! `forge serve`: the sandbox API over HTTP, on the jail backend and a SQLite store, with the
+//! tool gateway over MCP at `/mcp`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,6 +38,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let recovery = backend.recover().await;
     let listen = config.listen;
     let state = AppState::new(Arc::new(backend), store, config.clone());
+    // `/mcp` serves the same gateway as `/api/v1/sessions…`, so an MCP client can attach to a
+    // session opened over HTTP.
+    let mcp = forge_mcp::HttpEndpoint::new(
+        Arc::new(forge_mcp::GatewayHost::new(state.gateway().clone(), None)),
+        // With a key, a DNS-rebound page cannot authenticate, so any Host is fine (and
+        // needed beyond loopback); without one, only loopback names are answered.
+        forge_mcp::HttpOptions {
+            any_host: config.api_key.is_some(),
+        },
+    );
+    let state = state.with_mcp(mcp);
     let reconciled = state
         .manager()
         .reconcile(&recovery.adopted)
@@ -78,7 +90,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let terminate = async {
         if let Ok(mut signal) =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

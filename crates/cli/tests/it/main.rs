@@ -1,5 +1,6 @@
 //! End-to-end tests of the `forge` binary: `forge serve` on a real socket, driven by the
-//! ForgeVM Python SDK, by many concurrent clients, and killed with SIGKILL mid-flight.
+//! ForgeVM Python SDK, by many concurrent clients, and killed with SIGKILL mid-flight; the tool
+//! gateway through the official MCP Python SDK, over `forge mcp` and `/mcp`.
 #![expect(
     clippy::tests_outside_test_module,
     clippy::unwrap_used,
@@ -19,6 +20,8 @@ mod crash;
 mod gateway;
 mod images;
 mod load;
+mod mcp;
+mod python;
 mod sdk;
 mod server;
 mod websocket;

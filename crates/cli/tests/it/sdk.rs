@@ -13,44 +13,8 @@ fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("FORGE_SDK_PYTHON") {
         return PathBuf::from(python);
     }
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("forgevm-sdk-venv");
-    let python = venv.join("bin/python");
     let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/requirements.txt");
-    let stamp = venv.join("requirements.txt");
-    let current = std::fs::read(&requirements).unwrap();
-    if python.exists() && std::fs::read(&stamp).ok().as_ref() == Some(&current) {
-        return python;
-    }
-    let run = |program: &Path, args: &[&str]| {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "prepares the Python environment of the SDK suite"
-        )]
-        let status = std::process::Command::new(program)
-            .args(args)
-            .status()
-            .unwrap();
-        assert!(status.success(), "{} {args:?} failed", program.display());
-    };
-    let _ = std::fs::remove_dir_all(&venv);
-    run(
-        Path::new("python3"),
-        &["-m", "venv", venv.to_str().unwrap()],
-    );
-    run(
-        &python,
-        &[
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-            requirements.to_str().unwrap(),
-        ],
-    );
-    std::fs::write(&stamp, current).unwrap();
-    python
+    crate::python::venv("forgevm-sdk-venv", &requirements)
 }
 
 #[tokio::test]

@@ -125,13 +125,16 @@ pub(crate) fn router(state: AppState) -> Router {
                 .delete(sandboxes::prune),
         )
         .route("/templates/", get(templates::list).post(templates::create));
-    let authenticated = api
+    let mut authenticated = api
         .nest("/api/v1", trailing)
-        .route("/metrics", get(system::prometheus))
-        .layer(mw::from_fn_with_state(
-            state.clone(),
-            middleware::authenticate,
-        ));
+        .route("/metrics", get(system::prometheus));
+    if let Some(mcp) = state.mcp() {
+        authenticated = authenticated.route_service("/mcp", mcp.router());
+    }
+    let authenticated = authenticated.layer(mw::from_fn_with_state(
+        state.clone(),
+        middleware::authenticate,
+    ));
     let open = Router::new()
         .route(
             "/api/v1/openapi.json",
@@ -154,8 +157,15 @@ pub(crate) fn router(state: AppState) -> Router {
             HeaderName::from_static("x-user-id"),
             HeaderName::from_static("authorization"),
             HeaderName::from_static("last-event-id"),
+            // MCP Streamable HTTP, for browser-based MCP clients.
+            HeaderName::from_static("mcp-session-id"),
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderName::from_static(forge_mcp::ATTACH_HEADER),
         ])
-        .expose_headers([HeaderName::from_static("x-request-id")]);
+        .expose_headers([
+            HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("mcp-session-id"),
+        ]);
     let max_body = state.config().max_body_bytes;
     authenticated
         .merge(open)

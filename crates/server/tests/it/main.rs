@@ -19,6 +19,7 @@ use tower::ServiceExt;
 
 mod gateway;
 mod images;
+mod mcp;
 mod network;
 
 forge_test_support::sandbox_helper!();
