@@ -154,11 +154,7 @@ impl Tool for BracketTracker {
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
-        let path = resolve("path", &self.path)?;
-        let bytes = read_capped(cx, &path).await?;
-        let mut value = crate::analysis::brackets(&path, &bytes)?;
-        value["path"] = json!(path);
-        Ok(value)
+        analyse_file(cx, &self.path, crate::analysis::brackets).await
     }
 }
 
@@ -182,11 +178,7 @@ impl Tool for FunctionsMapping {
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
-        let path = resolve("path", &self.path)?;
-        let bytes = read_capped(cx, &path).await?;
-        let mut value = crate::analysis::functions(&path, &bytes)?;
-        value["path"] = json!(path);
-        Ok(value)
+        analyse_file(cx, &self.path, crate::analysis::functions).await
     }
 }
 
@@ -210,10 +202,30 @@ impl Tool for ValidateCode {
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
-        let path = resolve("path", &self.path)?;
-        let bytes = read_capped(cx, &path).await?;
-        let mut value = crate::analysis::validate(&path, &bytes)?;
-        value["path"] = json!(path);
-        Ok(value)
+        analyse_file(cx, &self.path, crate::analysis::validate).await
     }
+}
+
+/// Reads a source file out of the sandbox and analyses it on a blocking thread: parsing
+/// hostile input may take seconds (bounded by forge-analysis's limits) and must not stall
+/// the async runtime that serves every other session. The result names the path.
+async fn analyse_file(
+    cx: &Cx<'_>,
+    path: &str,
+    analyse: fn(&str, &[u8]) -> Result<Value, ToolError>,
+) -> Result<Value, ToolError> {
+    let path = resolve("path", path)?;
+    let bytes = read_capped(cx, &path).await?;
+    let (path, result) = tokio::task::spawn_blocking(move || {
+        let result = analyse(&path, &bytes);
+        (path, result)
+    })
+    .await
+    .map_err(|err| ToolError {
+        field: None,
+        message: format!("the analysis stopped: {err}"),
+    })?;
+    let mut value = result?;
+    value["path"] = json!(path);
+    Ok(value)
 }
