@@ -29,6 +29,32 @@ struct Ctx {
     gateway: Gateway,
 }
 
+/// Sandboxes outlive a dropped backend on purpose (a restarted server adopts them), so a
+/// test's sessions that were not closed would leave their inits running: kill them.
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        use forge_sandbox::Backend;
+        // `list` reads the backend's table without waiting on anything: one poll finishes it.
+        let mut list = std::pin::pin!(self.backend.list());
+        let mut poll = std::task::Context::from_waker(std::task::Waker::noop());
+        let std::task::Poll::Ready(sandboxes) = list.as_mut().poll(&mut poll) else {
+            return;
+        };
+        let pids: Vec<String> = sandboxes.iter().map(|s| s.init_pid.to_string()).collect();
+        if pids.is_empty() {
+            return;
+        }
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "kills the test's leftover sandbox inits"
+        )]
+        let _ = std::process::Command::new("kill")
+            .arg("-KILL")
+            .args(&pids)
+            .status();
+    }
+}
+
 impl Ctx {
     async fn new() -> Self {
         Self::with_ceilings(Ceilings::default()).await
