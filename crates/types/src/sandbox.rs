@@ -22,12 +22,7 @@ impl SandboxId {
     /// Accepts an id a client sent, refusing anything that could not have come from
     /// [`SandboxId::from_random`] (so an id can be used as a path component safely).
     pub fn parse(text: &str) -> Option<Self> {
-        let hex = text.strip_prefix("sb-")?;
-        (hex.len() == 8
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| Self(text.to_owned()))
+        is_hex_id(text, "sb-", 8).then(|| Self(text.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -39,6 +34,17 @@ impl fmt::Display for SandboxId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Whether `text` is `prefix` followed by exactly `digits` lowercase hex digits: the shape of
+/// every random id Forge hands out, safe to use as a path component.
+pub(crate) fn is_hex_id(text: &str, prefix: &str, digits: usize) -> bool {
+    text.strip_prefix(prefix).is_some_and(|hex| {
+        hex.len() == digits
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// The image a sandbox's root file system is built from. `host` is the base assembled from

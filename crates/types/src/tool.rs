@@ -22,12 +22,7 @@ impl SessionId {
     /// Accepts an id a client sent, refusing anything that could not have come from
     /// [`SessionId::from_random`] (so an id can be used as a path component safely).
     pub fn parse(text: &str) -> Option<Self> {
-        let hex = text.strip_prefix("ses-")?;
-        (hex.len() == 12
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| Self(text.to_owned()))
+        crate::sandbox::is_hex_id(text, "ses-", 12).then(|| Self(text.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {

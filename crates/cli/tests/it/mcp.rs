@@ -34,11 +34,7 @@ async fn the_mcp_python_sdk_uses_the_gateway_over_stdio_and_http() {
         .output()
         .await
         .unwrap();
-    let report = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let report = crate::python::report(&output);
     server.stop().await;
     assert!(output.status.success(), "the MCP suite failed:\n{report}");
     assert!(

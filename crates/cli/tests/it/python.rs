@@ -44,3 +44,13 @@ pub(crate) fn venv(name: &str, requirements: &Path) -> PathBuf {
     std::fs::write(&stamp, current).unwrap();
     python
 }
+
+/// A finished pytest run as one text (stdout, then stderr), for assertions and for the
+/// failure message.
+pub(crate) fn report(output: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

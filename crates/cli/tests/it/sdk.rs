@@ -58,11 +58,7 @@ async fn the_forgevm_python_sdk_passes_its_acceptance_suite() {
         .output()
         .await
         .unwrap();
-    let report = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let report = crate::python::report(&output);
     server.stop().await;
     assert!(output.status.success(), "the SDK suite failed:\n{report}");
     assert!(

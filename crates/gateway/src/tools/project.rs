@@ -91,9 +91,7 @@ impl Tool for CloneRepo {
             &self.repo_url,
             &target,
         ]);
-        let result = exec(cx, request, None).await?;
-        let mut value = exec_value(cx, &result);
-        value["ok"] = json!(result.success());
+        let mut value = run_step(cx, request).await?;
         value["path"] = json!(target);
         Ok(value)
     }
@@ -133,10 +131,7 @@ impl Tool for CheckoutRef {
             &self.reference,
             "--",
         ]);
-        let result = exec(cx, request, None).await?;
-        let mut value = exec_value(cx, &result);
-        value["ok"] = json!(result.success());
-        Ok(value)
+        run_step(cx, request).await
     }
 }
 
@@ -228,9 +223,7 @@ impl Tool for InstallNodeDeps {
         let request =
             ExecRequest::argv(["npm", verb, "--ignore-scripts", "--no-audit", "--no-fund"])
                 .with_cwd(dir);
-        let result = exec(cx, request, None).await?;
-        let mut value = exec_value(cx, &result);
-        value["ok"] = json!(result.success());
+        let mut value = run_step(cx, request).await?;
         value["command"] = json!(format!("npm {verb}"));
         Ok(value)
     }
@@ -292,9 +285,7 @@ impl Tool for InstallPythonDeps {
             &file,
         ])
         .with_cwd(dir);
-        let result = exec(cx, request, None).await?;
-        let mut value = exec_value(cx, &result);
-        value["ok"] = json!(result.success());
+        let mut value = run_step(cx, request).await?;
         value["target"] = json!(target);
         Ok(value)
     }
@@ -398,9 +389,7 @@ impl Tool for InstallPackage {
             ]),
         }
         .with_cwd(WORKSPACE);
-        let result = exec(cx, request, None).await?;
-        let mut value = exec_value(cx, &result);
-        value["ok"] = json!(result.success());
+        let mut value = run_step(cx, request).await?;
         value["package"] = json!(spec);
         Ok(value)
     }
@@ -458,4 +447,13 @@ impl Tool for WriteEnvFile {
         write(cx, &path, text.into_bytes()).await?;
         Ok(json!({ "path": path, "count": self.env.len() }))
     }
+}
+
+/// Runs one project command to the end and describes it the way every project tool answers:
+/// the command's output and exit, and `ok` when it succeeded.
+async fn run_step(cx: &Cx<'_>, request: ExecRequest) -> Result<Value, ToolError> {
+    let result = exec(cx, request, None).await?;
+    let mut value = exec_value(cx, &result);
+    value["ok"] = json!(result.success());
+    Ok(value)
 }
