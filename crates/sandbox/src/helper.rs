@@ -81,13 +81,15 @@ fn helper_main() -> ! {
     let Ok(seccomp) = crate::seccomp::compile() else {
         sys::exit_immediately(66)
     };
+    let mut networks = NetworkStock::new();
     loop {
+        networks.fill(&socket);
         let request: HelperRequest = match receive(&socket) {
             Ok(Some((message, _))) => message,
             Ok(None) | Err(_) => sys::exit_immediately(0),
         };
         let HelperRequest::Spawn(plan) = request;
-        let sent = match spawn_sandbox(*plan, &seccomp) {
+        let sent = match spawn_sandbox(*plan, &seccomp, &mut networks) {
             Ok(spawned) => {
                 let sent = send(
                     &socket,
@@ -129,6 +131,139 @@ fn warm_up_spawning() {
         .spawn();
 }
 
+/// Network namespaces made ahead of time, each with its loopback up.
+///
+/// A new network namespace is the most expensive part of a sandbox's `clone` (about two
+/// thirds of it here). Sandboxes that never administer their network (modes none and
+/// allowlist) can be born in one made earlier, while the helper had nothing else to do.
+/// Being made by the helper, it belongs to the host's user namespace: the sandbox's root,
+/// whose capabilities only count in its own user namespace, cannot reconfigure it, which
+/// is stricter than a namespace of its own. Only a root helper can make them.
+///
+/// For the same reason the sandbox could not mount a `sysfs` (whose network part shows the
+/// namespace of whoever mounts it), so each namespace comes with a detached, read-only
+/// `sysfs` mount made inside it, which the init attaches at `/sys`.
+struct NetworkStock {
+    /// The helper's own network namespace, to return to after making one.
+    home: Option<OwnedFd>,
+    ready: Vec<PreparedNetwork>,
+}
+
+struct PreparedNetwork {
+    netns: OwnedFd,
+    sysfs: OwnedFd,
+}
+
+/// Prepared network namespaces kept at once: enough for a burst of creates, few enough that
+/// idle ones cost little (a namespace with only loopback is some tens of KiB of kernel memory).
+const NETWORK_STOCK: usize = 4;
+
+impl NetworkStock {
+    fn new() -> Self {
+        let home = rustix::process::geteuid()
+            .is_root()
+            .then(|| {
+                rustix::fs::open(
+                    c"/proc/thread-self/ns/net",
+                    rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+                .ok()
+            })
+            .flatten();
+        Self {
+            home,
+            ready: Vec::new(),
+        }
+    }
+
+    /// Makes namespaces until the stock is full or a request is waiting on `socket`.
+    fn fill(&mut self, socket: &OwnedFd) {
+        while self.home.is_some() && self.ready.len() < NETWORK_STOCK && !readable(socket) {
+            match self.make() {
+                Ok(netns) => self.ready.push(netns),
+                // Not possible on this host after all: sandboxes make their own.
+                Err(_) => self.home = None,
+            }
+        }
+    }
+
+    /// Makes one namespace: enters a new one, brings its loopback up, mounts its `sysfs`
+    /// (detached), keeps descriptors of both, and returns to the helper's own.
+    fn make(&self) -> io::Result<PreparedNetwork> {
+        use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags};
+        let Some(home) = &self.home else {
+            return Err(io::Error::from(io::ErrorKind::Unsupported));
+        };
+        sys::unshare_network_namespace()?;
+        let made = (|| {
+            sys::loopback_up()?;
+            let netns = rustix::fs::open(
+                c"/proc/thread-self/ns/net",
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?;
+            let context = rustix::mount::fsopen("sysfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+            rustix::mount::fsconfig_create(&context)?;
+            let sysfs = rustix::mount::fsmount(
+                &context,
+                FsMountFlags::FSMOUNT_CLOEXEC,
+                MountAttrFlags::MOUNT_ATTR_RDONLY
+                    | MountAttrFlags::MOUNT_ATTR_NOSUID
+                    | MountAttrFlags::MOUNT_ATTR_NODEV
+                    | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+            )?;
+            Ok(PreparedNetwork { netns, sysfs })
+        })();
+        enter_network(home.as_fd());
+        made
+    }
+
+    /// Forks into new namespaces; when `prepared`, into one of the stock's network
+    /// namespaces instead of a new one. Returns the fork's result and, in the child, the
+    /// prepared namespace's `sysfs` mount when it got one.
+    fn fork(&mut self, prepared: bool) -> io::Result<(Option<i32>, Option<OwnedFd>)> {
+        let network = if prepared { self.ready.pop() } else { None };
+        let (Some(home), Some(network)) = (&self.home, network) else {
+            return Ok((sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES)?, None));
+        };
+        rustix::thread::move_into_link_name_space(
+            network.netns.as_fd(),
+            Some(rustix::thread::LinkNameSpaceType::Network),
+        )?;
+        let forked = sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES & !libc::CLONE_NEWNET);
+        if matches!(forked, Ok(None)) {
+            // The child stays in the prepared namespace.
+            return Ok((None, Some(network.sysfs)));
+        }
+        enter_network(home.as_fd());
+        Ok((forked?, None))
+    }
+}
+
+/// Returns the helper to its own network namespace. Failing to would put every later
+/// sandbox in a namespace that is not its own, so the helper ends instead (the host
+/// starts a new one).
+fn enter_network(home: rustix::fd::BorrowedFd<'_>) {
+    if rustix::thread::move_into_link_name_space(
+        home,
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .is_err()
+    {
+        sys::exit_immediately(67);
+    }
+}
+
+/// Whether a message is waiting on `socket`.
+fn readable(socket: &OwnedFd) -> bool {
+    let mut fds = [rustix::event::PollFd::new(
+        socket,
+        rustix::event::PollFlags::IN,
+    )];
+    rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())).is_ok_and(|n| n > 0)
+}
+
 struct Forked {
     pid: i32,
     /// Where [`init::RELEASE_PLACED`] is written once the host has its answer.
@@ -141,7 +276,11 @@ struct Forked {
 /// Forks the init of one sandbox and prepares it from the outside, in two steps that run
 /// alongside the child's own setup: id maps (and an idmapped workspace) before it may build
 /// its root, cgroups while it does.
-fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<Forked, String> {
+fn spawn_sandbox(
+    plan: SpawnPlan,
+    seccomp: &seccompiler::BpfProgram,
+    networks: &mut NetworkStock,
+) -> Result<Forked, String> {
     fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
         move |err| format!("{what}: {err}")
     }
@@ -176,14 +315,16 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
         None,
     )
     .map_err(os("socketpair"))?;
-    let child =
-        sys::fork_into_namespaces(sys::SANDBOX_NAMESPACES).map_err(|e| format!("clone: {e}"))?;
+    let (child, sysfs) = networks
+        .fork(plan.prepared_network)
+        .map_err(|e| format!("clone: {e}"))?;
     let Some(pid) = child else {
         // The child: keep only what the init needs, then become it.
         let keep = [
             release_r.as_raw_fd(),
             control_init.as_raw_fd(),
             channel_child.as_raw_fd(),
+            sysfs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         ];
         if sys::close_descriptors_except(&keep).is_err() {
             sys::exit_immediately(1);
@@ -203,6 +344,7 @@ fn spawn_sandbox(plan: SpawnPlan, seccomp: &seccompiler::BpfProgram) -> Result<F
                 release: release_r,
                 control: control_init,
                 channel: channel_child,
+                sysfs,
             },
             seccomp,
         );

@@ -155,7 +155,9 @@ struct Inner {
     host_notes: Vec<String>,
     helper: tokio::sync::Mutex<Option<Helper>>,
     sandboxes: RwLock<HashMap<SandboxId, Arc<Sandbox>>>,
-    slots: Mutex<BTreeSet<u32>>,
+    /// Uid ranges in use; shared with the janitor, which frees a destroyed sandbox's range
+    /// once nothing of it runs.
+    slots: Arc<Mutex<BTreeSet<u32>>>,
     /// Where destroyed sandboxes' directories wait for the janitor.
     trash_dir: PathBuf,
     janitor: Arc<Janitor>,
@@ -163,8 +165,23 @@ struct Inner {
     connections: broadcast::Sender<forge_types::Connection>,
 }
 
-/// Removes what destroyed sandboxes leave behind (their directory, their cgroups) in the
-/// background, and remembers what it could not remove.
+/// What a destroyed sandbox leaves for the janitor: its init on its way out (already sent
+/// `SIGKILL`), its uid range, its image lease, its directory (moved to the trash) and its
+/// cgroups.
+#[derive(Debug)]
+struct Remains {
+    id: SandboxId,
+    pidfd: OwnedFd,
+    slot: Option<u32>,
+    slots: Arc<Mutex<BTreeSet<u32>>>,
+    store: Arc<ImageStore>,
+    dir: PathBuf,
+    cgroup: Option<SandboxCgroup>,
+}
+
+/// Finishes destroying sandboxes in the background: waits for the init to be gone, then
+/// frees the uid range and the image lease and removes the directory and cgroups. It
+/// remembers what it could not do.
 #[derive(Debug, Default)]
 struct Janitor {
     pending: std::sync::atomic::AtomicUsize,
@@ -173,27 +190,41 @@ struct Janitor {
 }
 
 impl Janitor {
-    fn collect(self: &Arc<Self>, id: SandboxId, dir: PathBuf, cgroup: Option<SandboxCgroup>) {
+    fn collect(self: &Arc<Self>, remains: Remains) {
         use std::sync::atomic::Ordering;
         self.pending.fetch_add(1, Ordering::SeqCst);
         let janitor = self.clone();
-        tokio::task::spawn_blocking(move || {
+        tokio::spawn(async move {
+            let Remains {
+                id,
+                pidfd,
+                slot,
+                slots,
+                store,
+                dir,
+                cgroup,
+            } = remains;
+            // Killing a pid namespace's init kills every process in it; until it is gone,
+            // the uid range may still own running processes and must not be handed out.
+            let exited = wait_exit(&pidfd, Duration::from_secs(10)).await;
             let mut failures = Vec::new();
-            if let Some(cgroup) = &cgroup {
-                kill_cgroup_members(cgroup);
-                if let Err(err) = cgroup.remove() {
-                    failures.push(format!(
-                        "sandbox {id}: {}",
-                        crate::cgroup::error_chain(&err)
-                    ));
+            if exited {
+                if let Some(slot) = slot
+                    && let Ok(mut slots) = slots.lock()
+                {
+                    slots.remove(&slot);
                 }
-            }
-            if let Err(err) = remove_tree(&dir) {
+            } else {
                 failures.push(format!(
-                    "sandbox {id}: cannot remove {}: {err}",
-                    dir.display()
+                    "sandbox {id}: its init did not exit within 10 s of SIGKILL; its uid range stays reserved"
                 ));
             }
+            let removed = tokio::task::spawn_blocking(move || {
+                janitor_remove(&id, &store, &dir, cgroup.as_ref())
+            })
+            .await
+            .unwrap_or_else(|e| vec![format!("the janitor's cleanup panicked: {e}")]);
+            failures.extend(removed);
             for failure in &failures {
                 tracing::warn!("{failure}");
             }
@@ -221,6 +252,36 @@ impl Janitor {
             idle.await;
         }
     }
+}
+
+/// The janitor's blocking part: the image lease, the cgroups (and any process still in
+/// them) and the directory. Returns what failed.
+fn janitor_remove(
+    id: &SandboxId,
+    store: &ImageStore,
+    dir: &Path,
+    cgroup: Option<&SandboxCgroup>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Err(err) = store.release(id.as_str()) {
+        failures.push(format!("sandbox {id}: cannot release its image lease: {err}"));
+    }
+    if let Some(cgroup) = cgroup {
+        kill_cgroup_members(cgroup);
+        if let Err(err) = cgroup.remove() {
+            failures.push(format!(
+                "sandbox {id}: {}",
+                crate::cgroup::error_chain(&err)
+            ));
+        }
+    }
+    if let Err(err) = remove_tree(dir) {
+        failures.push(format!(
+            "sandbox {id}: cannot remove {}: {err}",
+            dir.display()
+        ));
+    }
+    failures
 }
 
 /// The Linux jail backend. Cheap to clone; clones share the same sandboxes.
@@ -306,7 +367,7 @@ impl JailBackend {
                 host_notes,
                 helper: tokio::sync::Mutex::new(Some(helper)),
                 sandboxes: RwLock::new(HashMap::new()),
-                slots: Mutex::new(BTreeSet::new()),
+                slots: Arc::new(Mutex::new(BTreeSet::new())),
                 trash_dir,
                 janitor: Arc::new(Janitor::default()),
                 connections: broadcast::channel(crate::net::LOG_CAPACITY).0,
@@ -555,6 +616,11 @@ impl JailBackend {
 
     /// The image `name` names, pulled first when it is missing and pulling is allowed.
     async fn resolve_image(&self, name: &str) -> Result<Image, SandboxError> {
+        // The built-in image needs no lookup, and a trip to the blocking pool would cost a
+        // cold start a thread wake-up.
+        if name == forge_image::HOST_IMAGE {
+            return Ok(Image::host());
+        }
         let store = self.image_store().clone();
         let wanted = name.to_owned();
         let found = tokio::task::spawn_blocking(move || store.find(&wanted))
@@ -683,6 +749,7 @@ impl JailBackend {
             env: sandbox_env(id, spec, root_fs.env),
             writable: WRITABLE_PATHS.iter().map(|p| (*p).to_owned()).collect(),
             writable_root: root_fs.writable_root,
+            prepared_network: spec.network != NetworkMode::Open,
         };
         let started = std::time::Instant::now();
         let spawned = match self.helper_spawn(&plan).await {
@@ -1279,29 +1346,31 @@ impl Backend for JailBackend {
         sandbox.client.close();
         sandbox.net.close();
         pasta::stop(&sandbox.dir);
-        // Killing a pid namespace's init kills every process in it.
+        // Killing a pid namespace's init kills every process in it, and nothing can stop
+        // that once sent: the sandbox is gone for every caller from here. Waiting for the
+        // kernel to tear its namespaces down, freeing its uid range and removing its files
+        // is the janitor's work, off the caller's path ([`JailBackend::settle`] waits for it).
         let _ = rustix::process::pidfd_send_signal(&sandbox.pidfd, rustix::process::Signal::KILL);
-        if !wait_exit(&sandbox.pidfd, Duration::from_secs(10)).await {
-            return Err(SandboxError::Teardown {
-                id: id.clone(),
-                stage: "wait for the init to exit".into(),
-                source: "the init did not exit within 10 s of SIGKILL".into(),
-            });
-        }
-        // Nothing of the sandbox runs any more: its uid range is free, and what is left on
-        // disk and in cgroupfs is garbage the janitor removes off the caller's path.
-        self.free_slot(sandbox.slot);
-        let store = self.image_store().clone();
-        let holder = id.to_string();
-        let _ = tokio::task::spawn_blocking(move || store.release(&holder)).await;
+        let pidfd = sandbox.pidfd.try_clone().map_err(|e| SandboxError::Teardown {
+            id: id.clone(),
+            stage: "keep a handle on the init".into(),
+            source: e.into(),
+        })?;
+        // Into the trash at once, so that a restart never takes it for a live sandbox.
         let trash = self.inner.trash_dir.join(id.as_str());
-        let garbage = match std::fs::rename(&sandbox.dir, &trash) {
+        let dir = match std::fs::rename(&sandbox.dir, &trash) {
             Ok(()) => trash,
             Err(_) => sandbox.dir.clone(),
         };
-        self.inner
-            .janitor
-            .collect(id.clone(), garbage, sandbox.cgroup.clone());
+        self.inner.janitor.collect(Remains {
+            id: id.clone(),
+            pidfd,
+            slot: sandbox.slot,
+            slots: self.inner.slots.clone(),
+            store: self.image_store().clone(),
+            dir,
+            cgroup: sandbox.cgroup.clone(),
+        });
         Ok(())
     }
 

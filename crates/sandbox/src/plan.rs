@@ -84,4 +84,8 @@ pub(crate) struct SpawnPlan {
     /// The whole root is the sandbox's own (an image, not the host's directories): every
     /// top-level directory but `/proc`, `/sys` and `/dev` is writable too.
     pub(crate) writable_root: bool,
+    /// The sandbox never administers its own network (mode none or allowlist): the helper
+    /// may hand it a network namespace made ahead of time, with loopback up, that belongs
+    /// to the host's user namespace, so that not even the sandbox's root can change it.
+    pub(crate) prepared_network: bool,
 }

@@ -1,16 +1,24 @@
 //! Warm pools: sandboxes created ahead of demand for one spec, so that acquiring one is a
 //! hand-off instead of a start. A background task keeps the pool at its size; a released
 //! sandbox is destroyed (never reused: its state is the last user's) in the background.
+//!
+//! Refilling waits a moment after each acquisition: whoever acquired a sandbox is about to
+//! use it, and a sandbox start beside its first commands would slow them down.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use forge_types::{ExecRequest, SandboxId, SandboxInfo, SandboxSpec};
 use tokio::sync::Notify;
 
 use crate::backend::{Backend, SandboxError};
+
+/// How long refilling waits after an acquisition, by default.
+const REFILL_DELAY: Duration = Duration::from_millis(20);
 
 /// Counters of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -32,6 +40,9 @@ struct Inner {
     /// Commands run in each new sandbox before it is ready (a template's setup).
     setup: Vec<ExecRequest>,
     size: usize,
+    /// Refilling starts this long after the last acquisition.
+    refill_delay: Duration,
+    last_acquired: Mutex<Option<Instant>>,
     last_error: Mutex<Option<String>>,
     ready: Mutex<VecDeque<SandboxInfo>>,
     wake: Notify,
@@ -67,6 +78,8 @@ impl Pool {
             spec,
             setup,
             size,
+            refill_delay: REFILL_DELAY,
+            last_acquired: Mutex::new(None),
             last_error: Mutex::new(None),
             ready: Mutex::new(VecDeque::new()),
             wake: Notify::new(),
@@ -85,6 +98,9 @@ impl Pool {
     /// A ready sandbox, or a new one (set up) when the pool is empty.
     pub async fn acquire(&self) -> Result<SandboxInfo, SandboxError> {
         let ready = self.inner.ready.lock().ok().and_then(|mut r| r.pop_front());
+        if let Ok(mut last) = self.inner.last_acquired.lock() {
+            *last = Some(Instant::now());
+        }
         self.inner.wake.notify_one();
         if let Some(info) = ready {
             self.inner.hits.fetch_add(1, Ordering::Relaxed);
@@ -194,6 +210,18 @@ async fn refill(inner: Arc<Inner>) {
             .saturating_sub(inner.ready.lock().map_or(0, |r| r.len()));
         if missing == 0 {
             inner.wake.notified().await;
+            continue;
+        }
+        let quiet_from = inner
+            .last_acquired
+            .lock()
+            .ok()
+            .and_then(|last| *last)
+            .map(|at| at + inner.refill_delay);
+        if let Some(quiet_from) = quiet_from
+            && quiet_from > Instant::now()
+        {
+            tokio::time::sleep_until(quiet_from).await;
             continue;
         }
         match inner.make().await {

@@ -146,6 +146,14 @@ pub(crate) fn unshare_cgroup_namespace() -> io::Result<()> {
     Ok(())
 }
 
+/// Moves this process into a new network namespace (the helper's stock of namespaces).
+pub(crate) fn unshare_network_namespace() -> io::Result<()> {
+    // SAFETY: CLONE_NEWNET only changes which network stack this process's new sockets
+    // belong to; it does not unshare memory, descriptors or anything Rust relies on.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
+    Ok(())
+}
+
 /// Drops capability `cap` from the bounding set; `Ok(false)` once `cap` is past the last
 /// capability the kernel knows.
 pub(crate) fn drop_bounding_capability(cap: u32) -> io::Result<bool> {

@@ -37,6 +37,10 @@ pub(crate) struct Boot {
     pub(crate) control: OwnedFd,
     /// Descriptors the helper opens for the init after the fork (tagged, see `helper`).
     pub(crate) channel: OwnedFd,
+    /// Present when the init was born in one of the helper's prepared network namespaces
+    /// (whose loopback is already up, and which it could not configure anyway): that
+    /// namespace's `sysfs`, mounted by the helper, since the init may not mount one there.
+    pub(crate) sysfs: Option<OwnedFd>,
 }
 
 /// Runs the init. Never returns: the init lives until the sandbox is destroyed.
@@ -46,10 +50,11 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
         release,
         control,
         channel,
+        sysfs,
     } = boot;
     let mut release = std::fs::File::from(release);
     let mut control = std::os::unix::net::UnixStream::from(control);
-    match setup(&plan, &mut release, &channel, seccomp) {
+    match setup(&plan, &mut release, &channel, sysfs, seccomp) {
         Ok((listener, agent, notes)) => {
             let ready = Response::Ready {
                 version: PROTOCOL_VERSION,
@@ -84,6 +89,7 @@ fn setup(
     plan: &SpawnPlan,
     release: &mut std::fs::File,
     channel: &OwnedFd,
+    sysfs: Option<OwnedFd>,
     seccomp: &seccompiler::BpfProgram,
 ) -> Result<(std::os::unix::net::UnixListener, agent::Agent, Vec<String>), SetupError> {
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
@@ -98,8 +104,9 @@ fn setup(
         }
     }
     setup::become_root(plan)?;
-    let listener = setup::assemble_root(plan, workspace, layers)?;
-    setup::configure_identity(plan)?;
+    let network_ready = sysfs.is_some();
+    let listener = setup::assemble_root(plan, workspace, layers, sysfs)?;
+    setup::configure_identity(plan, network_ready)?;
     setup::make_undumpable()?;
     let landlock = confine::restrict(plan)?;
     // Meanwhile the helper has been building the cgroups; they must hold the init before

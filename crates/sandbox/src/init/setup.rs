@@ -68,6 +68,7 @@ pub(crate) fn assemble_root(
     plan: &SpawnPlan,
     workspace: Option<OwnedFd>,
     layers: Option<OwnedFd>,
+    sysfs: Option<OwnedFd>,
 ) -> Result<UnixListener, SetupError> {
     rustix::mount::mount_change(
         "/",
@@ -154,14 +155,24 @@ pub(crate) fn assemble_root(
 
     let sys_dir = inside(root, "/sys");
     ensure_dir(&sys_dir)?;
-    mount_fs(
-        "sysfs",
-        &sys_dir,
-        "sysfs",
-        MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-        "",
-    )
-    .stage(|| "mount /sys".into())?;
+    match sysfs {
+        Some(tree) => rustix::mount::move_mount(
+            tree.as_fd(),
+            c"",
+            CWD,
+            &sys_dir,
+            rustix::mount::MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .stage(|| "attach /sys".into())?,
+        None => mount_fs(
+            "sysfs",
+            &sys_dir,
+            "sysfs",
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            "",
+        )
+        .stage(|| "mount /sys".into())?,
+    }
 
     // Bound before the pivot, while the host path still resolves; the listening socket
     // keeps working afterwards and its path is invisible from inside.
@@ -253,10 +264,13 @@ fn create_layers(plan: &SpawnPlan) -> Result<(), SetupError> {
     Ok(())
 }
 
-/// Gives the sandbox its hostname and a working loopback interface.
-pub(crate) fn configure_identity(plan: &SpawnPlan) -> Result<(), SetupError> {
+/// Gives the sandbox its hostname and a working loopback interface (unless its network
+/// namespace came prepared with one).
+pub(crate) fn configure_identity(plan: &SpawnPlan, network_ready: bool) -> Result<(), SetupError> {
     rustix::system::sethostname(plan.hostname.as_bytes()).stage(|| "sethostname".into())?;
-    sys::loopback_up().stage(|| "bring up loopback".into())?;
+    if !network_ready {
+        sys::loopback_up().stage(|| "bring up loopback".into())?;
+    }
     Ok(())
 }
 
