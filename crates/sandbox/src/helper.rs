@@ -35,6 +35,8 @@ const MAX_MESSAGE: usize = 256 << 10;
 #[derive(Debug, Serialize, Deserialize)]
 enum HelperRequest {
     Spawn(Box<SpawnPlan>),
+    /// Finish the background work (the stock of network namespaces), then answer.
+    Settle,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,6 +50,7 @@ enum HelperResponse {
     Failed {
         message: String,
     },
+    Settled,
 }
 
 /// Runs the helper if this process was started as one (`<binary> __init`), and never
@@ -83,12 +86,21 @@ fn helper_main() -> ! {
     };
     let mut networks = NetworkStock::new();
     loop {
-        networks.fill(&socket);
+        networks.fill(Some(&socket));
         let request: HelperRequest = match receive(&socket) {
             Ok(Some((message, _))) => message,
             Ok(None) | Err(_) => sys::exit_immediately(0),
         };
-        let HelperRequest::Spawn(plan) = request;
+        let plan = match request {
+            HelperRequest::Spawn(plan) => plan,
+            HelperRequest::Settle => {
+                networks.fill(None);
+                if send(&socket, &HelperResponse::Settled, &[]).is_err() {
+                    sys::exit_immediately(0);
+                }
+                continue;
+            }
+        };
         let sent = match spawn_sandbox(*plan, &seccomp, &mut networks) {
             Ok(spawned) => {
                 let sent = send(
@@ -177,9 +189,15 @@ impl NetworkStock {
         }
     }
 
-    /// Makes namespaces until the stock is full or a request is waiting on `socket`.
-    fn fill(&mut self, socket: &OwnedFd) {
-        while self.home.is_some() && self.ready.len() < NETWORK_STOCK && !readable(socket) {
+    /// Makes namespaces until the stock is full. With a `socket`, only while the helper is
+    /// idle: each one is made after [`IDLE_BEFORE_STOCKING`] without a request, so that
+    /// stocking never competes with a sandbox that is being started (for the CPU, or for
+    /// the kernel's mount and network locks), and stops as soon as a request comes.
+    fn fill(&mut self, socket: Option<&OwnedFd>) {
+        while self.home.is_some()
+            && self.ready.len() < NETWORK_STOCK
+            && !socket.is_some_and(|socket| readable(socket, IDLE_BEFORE_STOCKING))
+        {
             match self.make() {
                 Ok(netns) => self.ready.push(netns),
                 // Not possible on this host after all: sandboxes make their own.
@@ -255,13 +273,17 @@ fn enter_network(home: rustix::fd::BorrowedFd<'_>) {
     }
 }
 
-/// Whether a message is waiting on `socket`.
-fn readable(socket: &OwnedFd) -> bool {
+/// How long the helper must have been idle before it makes a network namespace for stock.
+const IDLE_BEFORE_STOCKING: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Whether a message arrives on `socket` within `wait`.
+fn readable(socket: &OwnedFd, wait: std::time::Duration) -> bool {
     let mut fds = [rustix::event::PollFd::new(
         socket,
         rustix::event::PollFlags::IN,
     )];
-    rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())).is_ok_and(|n| n > 0)
+    let timeout = rustix::event::Timespec::try_from(wait).unwrap_or_default();
+    rustix::event::poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0)
 }
 
 struct Forked {
@@ -628,25 +650,9 @@ impl Helper {
 
     /// Asks the helper for a sandbox init. One request at a time per helper.
     pub(crate) async fn spawn(&self, plan: &SpawnPlan) -> Result<Spawned, HelperError> {
-        let request = HelperRequest::Spawn(Box::new(plan.clone()));
-        loop {
-            let mut guard = self.socket.writable().await.map_err(HelperError::Io)?;
-            if let Ok(sent) = guard.try_io(|fd| send(fd.get_ref(), &request, &[])) {
-                sent.map_err(HelperError::Io)?;
-                break;
-            }
-        }
-        let received = loop {
-            let mut guard = self.socket.readable().await.map_err(HelperError::Io)?;
-            if let Ok(received) = guard.try_io(|fd| receive::<HelperResponse>(fd.get_ref())) {
-                break received.map_err(HelperError::Io)?;
-            }
-        };
-        let Some((response, fds)) = received else {
-            return Err(HelperError::Io(io::Error::from(
-                io::ErrorKind::UnexpectedEof,
-            )));
-        };
+        let (response, fds) = self
+            .exchange(&HelperRequest::Spawn(Box::new(plan.clone())))
+            .await?;
         match response {
             HelperResponse::Spawned { pid, notes } => {
                 let mut fds = fds.into_iter();
@@ -663,7 +669,41 @@ impl Helper {
                 }
             }
             HelperResponse::Failed { message } => Err(HelperError::Failed(message)),
+            HelperResponse::Settled => Err(HelperError::Io(io::Error::other(
+                "the helper answered another request",
+            ))),
         }
+    }
+
+    /// Waits until the helper has finished its background work.
+    pub(crate) async fn settle(&self) -> Result<(), HelperError> {
+        match self.exchange(&HelperRequest::Settle).await?.0 {
+            HelperResponse::Settled => Ok(()),
+            _ => Err(HelperError::Io(io::Error::other(
+                "the helper answered another request",
+            ))),
+        }
+    }
+
+    /// Sends one request and receives its answer.
+    async fn exchange(
+        &self,
+        request: &HelperRequest,
+    ) -> Result<(HelperResponse, Vec<OwnedFd>), HelperError> {
+        loop {
+            let mut guard = self.socket.writable().await.map_err(HelperError::Io)?;
+            if let Ok(sent) = guard.try_io(|fd| send(fd.get_ref(), request, &[])) {
+                sent.map_err(HelperError::Io)?;
+                break;
+            }
+        }
+        let received = loop {
+            let mut guard = self.socket.readable().await.map_err(HelperError::Io)?;
+            if let Ok(received) = guard.try_io(|fd| receive::<HelperResponse>(fd.get_ref())) {
+                break received.map_err(HelperError::Io)?;
+            }
+        };
+        received.ok_or_else(|| HelperError::Io(io::Error::from(io::ErrorKind::UnexpectedEof)))
     }
 }
 

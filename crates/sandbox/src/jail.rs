@@ -264,7 +264,9 @@ fn janitor_remove(
 ) -> Vec<String> {
     let mut failures = Vec::new();
     if let Err(err) = store.release(id.as_str()) {
-        failures.push(format!("sandbox {id}: cannot release its image lease: {err}"));
+        failures.push(format!(
+            "sandbox {id}: cannot release its image lease: {err}"
+        ));
     }
     if let Some(cgroup) = cgroup {
         kill_cgroup_members(cgroup);
@@ -390,10 +392,14 @@ impl JailBackend {
         self.inner.helper.lock().await.as_ref().map(Helper::pid)
     }
 
-    /// Waits until everything destroyed sandboxes left behind is removed; returns what
-    /// could not be (each also logged).
+    /// Waits until everything destroyed sandboxes left behind is removed and the helper has
+    /// finished its background work; returns what could not be removed (each also logged).
     pub async fn settle(&self) -> Result<(), SandboxError> {
         let failures = self.inner.janitor.settle().await;
+        if let Some(helper) = self.inner.helper.lock().await.as_ref() {
+            // A helper that fails here is restarted by the next create.
+            let _ = helper.settle().await;
+        }
         if failures.is_empty() {
             return Ok(());
         }
@@ -693,7 +699,7 @@ impl JailBackend {
     async fn start(
         &self,
         id: &SandboxId,
-        spec: &SandboxSpec,
+        spec: SandboxSpec,
         image: &Image,
         slot: Option<u32>,
     ) -> Result<Started, SandboxError> {
@@ -746,7 +752,7 @@ impl JailBackend {
             cgroup: cgroup.clone(),
             hostname: id.to_string(),
             limits: spec.limits,
-            env: sandbox_env(id, spec, root_fs.env),
+            env: sandbox_env(id, &spec, root_fs.env),
             writable: WRITABLE_PATHS.iter().map(|p| (*p).to_owned()).collect(),
             writable_root: root_fs.writable_root,
             prepared_network: spec.network != NetworkMode::Open,
@@ -760,6 +766,17 @@ impl JailBackend {
             }
         };
         let forked = started.elapsed();
+        let mut info = SandboxInfo {
+            id: id.clone(),
+            spec,
+            init_pid: spawned.pid,
+            created_at_ms: now_ms(),
+            degraded: self.inner.host_notes.clone(),
+        };
+        info.degraded.extend(spawned.notes);
+        // Written while the init sets itself up: the record is what a restart finds the
+        // sandbox by.
+        write_record(&dir, &info, slot, image);
         let ready = wait_ready(spawned.control).await;
         tracing::debug!(
             sandbox = %id,
@@ -768,13 +785,15 @@ impl JailBackend {
             "sandbox init ready"
         );
         match ready {
-            Ok((control, mut notes)) => {
-                notes.extend(spawned.notes);
+            Ok((control, notes)) => {
+                if !notes.is_empty() {
+                    info.degraded.extend(notes);
+                    write_record(&dir, &info, slot, image);
+                }
                 Ok(Started {
-                    pid: spawned.pid,
+                    info,
                     pidfd: spawned.pidfd,
                     control,
-                    notes,
                     cgroup,
                     dir,
                     socket: plan.socket_path,
@@ -997,15 +1016,27 @@ impl JailBackend {
 
 /// A started init, before the host connected to it.
 struct Started {
-    pid: i32,
+    /// With what the host, the helper and the init could not provide in `degraded`.
+    info: SandboxInfo,
     pidfd: OwnedFd,
     /// The init's first connection, past its readiness report.
     control: tokio::net::UnixStream,
-    /// What the helper and the init could not provide.
-    notes: Vec<String>,
     cgroup: Option<SandboxCgroup>,
     dir: PathBuf,
     socket: PathBuf,
+}
+
+/// Writes what a restart needs to adopt the sandbox into its directory. Not synced: no
+/// sandbox outlives a power loss.
+fn write_record(dir: &Path, info: &SandboxInfo, slot: Option<u32>, image: &Image) {
+    let record = Record {
+        info: info.clone(),
+        slot,
+        image: Some(image.clone()),
+    };
+    if let Ok(json) = serde_json::to_vec(&record) {
+        let _ = std::fs::write(dir.join("sandbox.json"), json);
+    }
 }
 
 /// Refuses a data directory sandbox uids could not reach.
@@ -1201,7 +1232,7 @@ impl Backend for JailBackend {
                 return Err(err);
             }
         };
-        let started = match self.start(&id, &spec, &image, slot).await {
+        let started = match self.start(&id, spec, &image, slot).await {
             Ok(started) => started,
             Err(err) => {
                 self.free_slot(slot);
@@ -1210,20 +1241,7 @@ impl Backend for JailBackend {
             }
         };
         let client = AgentClient::new(started.socket.clone());
-        let mut degraded = self.inner.host_notes.clone();
-        degraded.extend(started.notes.iter().cloned());
-        let info = SandboxInfo {
-            id: id.clone(),
-            spec,
-            init_pid: started.pid,
-            created_at_ms: now_ms(),
-            degraded,
-        };
-        let record = Record {
-            info: info.clone(),
-            slot,
-            image: Some(image.clone()),
-        };
+        let info = started.info;
         let sandbox = Arc::new(Sandbox {
             info: info.clone(),
             image,
@@ -1234,9 +1252,6 @@ impl Backend for JailBackend {
             cgroup: started.cgroup,
             net: SandboxNet::default(),
         });
-        if let Ok(json) = serde_json::to_vec(&record) {
-            let _ = std::fs::write(sandbox.dir.join("sandbox.json"), json);
-        }
         // The init's first connection is ready to serve requests.
         sandbox
             .client
@@ -1351,11 +1366,14 @@ impl Backend for JailBackend {
         // kernel to tear its namespaces down, freeing its uid range and removing its files
         // is the janitor's work, off the caller's path ([`JailBackend::settle`] waits for it).
         let _ = rustix::process::pidfd_send_signal(&sandbox.pidfd, rustix::process::Signal::KILL);
-        let pidfd = sandbox.pidfd.try_clone().map_err(|e| SandboxError::Teardown {
-            id: id.clone(),
-            stage: "keep a handle on the init".into(),
-            source: e.into(),
-        })?;
+        let pidfd = sandbox
+            .pidfd
+            .try_clone()
+            .map_err(|e| SandboxError::Teardown {
+                id: id.clone(),
+                stage: "keep a handle on the init".into(),
+                source: e.into(),
+            })?;
         // Into the trash at once, so that a restart never takes it for a live sandbox.
         let trash = self.inner.trash_dir.join(id.as_str());
         let dir = match std::fs::rename(&sandbox.dir, &trash) {

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use crate::backend::{Backend, SandboxError};
 
 /// How long refilling waits after an acquisition, by default.
-const REFILL_DELAY: Duration = Duration::from_millis(20);
+const REFILL_DELAY: Duration = Duration::from_millis(10);
 
 /// Counters of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

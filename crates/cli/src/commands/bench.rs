@@ -162,6 +162,9 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         let mut creates = Vec::new();
         let mut destroys = Vec::new();
         for _ in 0..iterations {
+            // From a quiet machine, as the cold measurement: the last sandbox's cleanup and
+            // the helper's stocking done.
+            backend.settle().await?;
             let t = Instant::now();
             let info = backend.create(SandboxSpec::default()).await?;
             creates.push(t.elapsed());
