@@ -166,22 +166,20 @@ struct Inner {
 }
 
 /// What a destroyed sandbox leaves for the janitor: its init on its way out (already sent
-/// `SIGKILL`), its uid range, its image lease, its directory (moved to the trash) and its
-/// cgroups.
+/// `SIGKILL`), its uid range, its directory (moved to the trash) and its cgroups.
 #[derive(Debug)]
 struct Remains {
     id: SandboxId,
     pidfd: OwnedFd,
     slot: Option<u32>,
     slots: Arc<Mutex<BTreeSet<u32>>>,
-    store: Arc<ImageStore>,
     dir: PathBuf,
     cgroup: Option<SandboxCgroup>,
 }
 
 /// Finishes destroying sandboxes in the background: waits for the init to be gone, then
-/// frees the uid range and the image lease and removes the directory and cgroups. It
-/// remembers what it could not do.
+/// frees the uid range and removes the directory and cgroups. It remembers what it could
+/// not do.
 #[derive(Debug, Default)]
 struct Janitor {
     pending: std::sync::atomic::AtomicUsize,
@@ -200,7 +198,6 @@ impl Janitor {
                 pidfd,
                 slot,
                 slots,
-                store,
                 dir,
                 cgroup,
             } = remains;
@@ -219,11 +216,10 @@ impl Janitor {
                     "sandbox {id}: its init did not exit within 10 s of SIGKILL; its uid range stays reserved"
                 ));
             }
-            let removed = tokio::task::spawn_blocking(move || {
-                janitor_remove(&id, &store, &dir, cgroup.as_ref())
-            })
-            .await
-            .unwrap_or_else(|e| vec![format!("the janitor's cleanup panicked: {e}")]);
+            let removed =
+                tokio::task::spawn_blocking(move || janitor_remove(&id, &dir, cgroup.as_ref()))
+                    .await
+                    .unwrap_or_else(|e| vec![format!("the janitor's cleanup panicked: {e}")]);
             failures.extend(removed);
             for failure in &failures {
                 tracing::warn!("{failure}");
@@ -254,20 +250,10 @@ impl Janitor {
     }
 }
 
-/// The janitor's blocking part: the image lease, the cgroups (and any process still in
-/// them) and the directory. Returns what failed.
-fn janitor_remove(
-    id: &SandboxId,
-    store: &ImageStore,
-    dir: &Path,
-    cgroup: Option<&SandboxCgroup>,
-) -> Vec<String> {
+/// The janitor's blocking part: the cgroups (and any process still in them) and the
+/// directory. Returns what failed.
+fn janitor_remove(id: &SandboxId, dir: &Path, cgroup: Option<&SandboxCgroup>) -> Vec<String> {
     let mut failures = Vec::new();
-    if let Err(err) = store.release(id.as_str()) {
-        failures.push(format!(
-            "sandbox {id}: cannot release its image lease: {err}"
-        ));
-    }
     if let Some(cgroup) = cgroup {
         kill_cgroup_members(cgroup);
         if let Err(err) = cgroup.remove() {
@@ -1374,6 +1360,13 @@ impl Backend for JailBackend {
                 stage: "keep a handle on the init".into(),
                 source: e.into(),
             })?;
+        // The image is free for `image rm` as soon as this returns (the dying overlay keeps
+        // what it still has open). An image without layers (the host's) takes no lease.
+        if !sandbox.image.layers.is_empty() {
+            let store = self.image_store().clone();
+            let holder = id.to_string();
+            let _ = tokio::task::spawn_blocking(move || store.release(&holder)).await;
+        }
         // Into the trash at once, so that a restart never takes it for a live sandbox.
         let trash = self.inner.trash_dir.join(id.as_str());
         let dir = match std::fs::rename(&sandbox.dir, &trash) {
@@ -1385,7 +1378,6 @@ impl Backend for JailBackend {
             pidfd,
             slot: sandbox.slot,
             slots: self.inner.slots.clone(),
-            store: self.image_store().clone(),
             dir,
             cgroup: sandbox.cgroup.clone(),
         });

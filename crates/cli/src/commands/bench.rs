@@ -203,8 +203,9 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
 
     // Every iteration measures each subject once, in a rotating order, so that baselines and
     // subjects see the same machine: timings on a shared machine drift within one run. Before
-    // each measurement the machine is quiesced: the pool is full and the janitor has removed
-    // what destroyed sandboxes left (that cleanup, off the caller's path, is timed apart).
+    // each measurement the machine is quiesced: the pool is full, the janitor has removed
+    // what destroyed sandboxes left (that cleanup, off the caller's path, is timed apart) and
+    // the helper has stocked its network namespaces.
     let mut samples: [Vec<Duration>; 5] = Default::default();
     let mut cleanup = Vec::with_capacity(iterations);
     let bar = progress(iterations, "plain, bubblewrap, cold, pooled, warm");
@@ -354,7 +355,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
     row(
         "  then cleanup, off the caller's path",
         cleanup,
-        "directory and cgroups removed by the janitor".into(),
+        "the janitor: init gone, uid range freed, directory and cgroups removed".into(),
     );
     row(
         "jail pooled: acquire + exec + release",

@@ -394,3 +394,38 @@ async fn sandboxes_cannot_see_each_other() {
     ctx.backend.destroy(&a).await.unwrap();
     ctx.backend.destroy(&b).await.unwrap();
 }
+
+/// A sandbox that never administers its network (mode none here) is born in a network
+/// namespace the helper made ahead of time, which belongs to the host's user namespace: the
+/// kernel will not even name its owner to the sandbox, and nothing inside (not the init
+/// either) holds a capability over it. Its loopback is up and its `/sys` shows only it.
+#[tokio::test]
+async fn a_prepared_network_belongs_to_the_host() {
+    let ctx = Ctx::new();
+    // Settling lets the helper stock its prepared namespaces.
+    ctx.backend.settle().await.unwrap();
+    let id = ctx.sandbox().await;
+    let script = "import fcntl, os, socket\n\
+                  fd = os.open('/proc/self/ns/net', os.O_RDONLY)\n\
+                  try:\n    fcntl.ioctl(fd, 0xb701)\n    print('owner: the sandbox')\n\
+                  except PermissionError:\n    print('owner: the host')\n\
+                  server = socket.create_server(('127.0.0.1', 0))\n\
+                  client = socket.create_connection(server.getsockname())\n\
+                  print('loopback:', server.accept()[0].getpeername() == client.getsockname())\n\
+                  print('sys:', sorted(os.listdir('/sys/class/net')))\n\
+                  try:\n    open('/proc/sys/net/ipv4/ip_forward', 'w').write('1')\n    print('sysctl written')\n\
+                  except OSError as e:\n    print('sysctl:', type(e).__name__)\n";
+    let result = ctx
+        .backend
+        .exec(&id, ExecRequest::argv(["python3", "-c", script]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (text(&result.stdout), text(&result.stderr)),
+        (
+            "owner: the host\nloopback: True\nsys: ['lo']\nsysctl: PermissionError\n".to_owned(),
+            String::new()
+        )
+    );
+    ctx.backend.destroy(&id).await.unwrap();
+}
