@@ -23,12 +23,58 @@ macro_rules! sandbox_helper {
 }
 
 /// A temporary data directory with a short path (control sockets live below it and Unix
-/// socket paths are limited to 107 bytes). Removed on drop.
-pub fn data_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("forge-test-")
-        .tempdir_in("/tmp")
-        .unwrap_or_else(|err| panic!("cannot create a temporary data directory in /tmp: {err}"))
+/// socket paths are limited to 107 bytes). Removed on drop, after the sandboxes still
+/// running from it are killed: sandboxes outlive a dropped backend or a killed server on
+/// purpose (a restart adopts them), so a test that ends without destroying every sandbox
+/// would otherwise leave their inits running.
+pub fn data_dir() -> DataDir {
+    DataDir(
+        tempfile::Builder::new()
+            .prefix("forge-test-")
+            .tempdir_in("/tmp")
+            .unwrap_or_else(|err| {
+                panic!("cannot create a temporary data directory in /tmp: {err}")
+            }),
+    )
+}
+
+/// See [`data_dir`].
+#[derive(Debug)]
+pub struct DataDir(tempfile::TempDir);
+
+impl DataDir {
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for DataDir {
+    fn as_ref(&self) -> &Path {
+        self.path()
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        kill_sandboxes(self.path());
+    }
+}
+
+/// Kills the init of every sandbox running from `data_dir` (found through its control
+/// socket: the peer of a connection is the init itself, whatever its pid namespace).
+pub fn kill_sandboxes(data_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("sandboxes")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(stream) = std::os::unix::net::UnixStream::connect(entry.path().join("ctl.sock"))
+        else {
+            continue;
+        };
+        if let Ok(peer) = rustix::net::sockopt::socket_peercred(&stream) {
+            let _ = rustix::process::kill_process(peer.pid, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 /// Whether this process may create sandboxes with every confinement (root, as in CI).

@@ -23,7 +23,7 @@ forge_test_support::sandbox_helper!();
 
 /// A gateway on a fresh data directory.
 struct Ctx {
-    dir: tempfile::TempDir,
+    dir: forge_test_support::DataDir,
     backend: Arc<JailBackend>,
     store: forge_store::Store,
     gateway: Gateway,

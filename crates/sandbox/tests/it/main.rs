@@ -24,7 +24,7 @@ forge_test_support::sandbox_helper!();
 
 /// A backend on a fresh data directory.
 struct Ctx {
-    dir: tempfile::TempDir,
+    dir: forge_test_support::DataDir,
     backend: JailBackend,
 }
 

@@ -25,7 +25,7 @@ mod network;
 forge_test_support::sandbox_helper!();
 
 struct Ctx {
-    _dir: tempfile::TempDir,
+    _dir: forge_test_support::DataDir,
     state: AppState,
 }
 
