@@ -166,8 +166,8 @@ struct PreparedNetwork {
     sysfs: OwnedFd,
 }
 
-/// Prepared network namespaces kept at once: enough for a burst of creates, few enough that
-/// idle ones cost little (a namespace with only loopback is some tens of KiB of kernel memory).
+/// Prepared network namespaces kept at once: enough for a short burst of creates, few
+/// enough that the kernel memory of idle ones does not matter.
 const NETWORK_STOCK: usize = 4;
 
 impl NetworkStock {

@@ -170,7 +170,8 @@ struct Inner {
 #[derive(Debug)]
 struct Remains {
     id: SandboxId,
-    pidfd: OwnedFd,
+    /// `None` when destroy already saw the init exit.
+    pidfd: Option<OwnedFd>,
     slot: Option<u32>,
     slots: Arc<Mutex<BTreeSet<u32>>>,
     dir: PathBuf,
@@ -203,7 +204,10 @@ impl Janitor {
             } = remains;
             // Killing a pid namespace's init kills every process in it; until it is gone,
             // the uid range may still own running processes and must not be handed out.
-            let exited = wait_exit(&pidfd, Duration::from_secs(10)).await;
+            let exited = match &pidfd {
+                Some(pidfd) => wait_exit(pidfd, Duration::from_secs(10)).await,
+                None => true,
+            };
             let mut failures = Vec::new();
             if exited {
                 if let Some(slot) = slot
@@ -1352,14 +1356,18 @@ impl Backend for JailBackend {
         // kernel to tear its namespaces down, freeing its uid range and removing its files
         // is the janitor's work, off the caller's path ([`JailBackend::settle`] waits for it).
         let _ = rustix::process::pidfd_send_signal(&sandbox.pidfd, rustix::process::Signal::KILL);
-        let pidfd = sandbox
-            .pidfd
-            .try_clone()
-            .map_err(|e| SandboxError::Teardown {
-                id: id.clone(),
-                stage: "keep a handle on the init".into(),
-                source: e.into(),
-            })?;
+        let pidfd = match sandbox.pidfd.try_clone() {
+            Ok(pidfd) => Some(pidfd),
+            // Out of descriptors: wait here instead, as the janitor would have.
+            Err(_) if wait_exit(&sandbox.pidfd, Duration::from_secs(10)).await => None,
+            Err(_) => {
+                return Err(SandboxError::Teardown {
+                    id: id.clone(),
+                    stage: "wait for the init to exit".into(),
+                    source: "the init did not exit within 10 s of SIGKILL".into(),
+                });
+            }
+        };
         // The image is free for `image rm` as soon as this returns (the dying overlay keeps
         // what it still has open). An image without layers (the host's) takes no lease.
         if !sandbox.image.layers.is_empty() {

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::backend::{Backend, SandboxError};
 
-/// How long refilling waits after an acquisition, by default.
+/// How long refilling waits after an acquisition.
 const REFILL_DELAY: Duration = Duration::from_millis(10);
 
 /// Counters of a pool.
@@ -40,8 +40,6 @@ struct Inner {
     /// Commands run in each new sandbox before it is ready (a template's setup).
     setup: Vec<ExecRequest>,
     size: usize,
-    /// Refilling starts this long after the last acquisition.
-    refill_delay: Duration,
     last_acquired: Mutex<Option<Instant>>,
     last_error: Mutex<Option<String>>,
     ready: Mutex<VecDeque<SandboxInfo>>,
@@ -78,7 +76,6 @@ impl Pool {
             spec,
             setup,
             size,
-            refill_delay: REFILL_DELAY,
             last_acquired: Mutex::new(None),
             last_error: Mutex::new(None),
             ready: Mutex::new(VecDeque::new()),
@@ -217,7 +214,7 @@ async fn refill(inner: Arc<Inner>) {
             .lock()
             .ok()
             .and_then(|last| *last)
-            .map(|at| at + inner.refill_delay);
+            .map(|at| at + REFILL_DELAY);
         if let Some(quiet_from) = quiet_from
             && quiet_from > Instant::now()
         {
