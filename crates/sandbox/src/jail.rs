@@ -382,14 +382,22 @@ impl JailBackend {
         self.inner.helper.lock().await.as_ref().map(Helper::pid)
     }
 
-    /// Waits until everything destroyed sandboxes left behind is removed and the helper has
-    /// finished its background work; returns what could not be removed (each also logged).
-    pub async fn settle(&self) -> Result<(), SandboxError> {
-        let failures = self.inner.janitor.settle().await;
+    /// Like [`JailBackend::settle`], and also waits for the helper's background work (its
+    /// stock of prepared network namespaces), so that what comes next starts from a machine
+    /// with nothing pending: benchmarks measure from there.
+    pub async fn quiesce(&self) -> Result<(), SandboxError> {
+        let settled = self.settle().await;
         if let Some(helper) = self.inner.helper.lock().await.as_ref() {
             // A helper that fails here is restarted by the next create.
             let _ = helper.settle().await;
         }
+        settled
+    }
+
+    /// Waits until everything destroyed sandboxes left behind is removed; returns what
+    /// could not be (each also logged).
+    pub async fn settle(&self) -> Result<(), SandboxError> {
+        let failures = self.inner.janitor.settle().await;
         if failures.is_empty() {
             return Ok(());
         }

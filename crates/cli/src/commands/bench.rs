@@ -164,7 +164,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         for _ in 0..iterations {
             // From a quiet machine, as the cold measurement: the last sandbox's cleanup and
             // the helper's stocking done.
-            backend.settle().await?;
+            backend.quiesce().await?;
             let t = Instant::now();
             let info = backend.create(SandboxSpec::default()).await?;
             creates.push(t.elapsed());
@@ -213,7 +213,7 @@ pub(crate) async fn sandbox(args: BenchSandboxArgs) -> anyhow::Result<ExitCode> 
         for step in 0..5 {
             let which = (iteration + step) % 5;
             pool.wait_full(Duration::from_secs(30)).await;
-            backend.settle().await?;
+            backend.quiesce().await?;
             let elapsed = match which {
                 0 => {
                     let started = Instant::now();

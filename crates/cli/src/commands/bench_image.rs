@@ -46,7 +46,7 @@ pub(crate) async fn image(args: BenchImageArgs) -> anyhow::Result<ExitCode> {
     for iteration in 0..iterations {
         for step in 0..2 {
             let which = (iteration + step) % 2;
-            backend.settle().await?;
+            backend.quiesce().await?;
             samples[which].push(cold_start(&backend, &specs[which]).await?);
         }
         bar.inc(1);

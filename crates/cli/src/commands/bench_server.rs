@@ -193,11 +193,11 @@ impl Subjects {
         Ok(())
     }
 
-    /// Waits until the machine is idle again: the server's exec log and events written, and
-    /// what destroyed sandboxes left removed by the janitor.
+    /// Waits until the machine is idle again: the server's exec log and events written, what
+    /// destroyed sandboxes left removed by the janitor, and the helper's stock made.
     async fn quiesce(&self) -> anyhow::Result<()> {
         self.state.flush().await;
-        self.backend.settle().await?;
+        self.backend.quiesce().await?;
         Ok(())
     }
 }

@@ -402,8 +402,8 @@ async fn sandboxes_cannot_see_each_other() {
 #[tokio::test]
 async fn a_prepared_network_belongs_to_the_host() {
     let ctx = Ctx::new();
-    // Settling lets the helper stock its prepared namespaces.
-    ctx.backend.settle().await.unwrap();
+    // Quiescing lets the helper stock its prepared namespaces.
+    ctx.backend.quiesce().await.unwrap();
     let id = ctx.sandbox().await;
     let script = "import fcntl, os, socket\n\
                   fd = os.open('/proc/self/ns/net', os.O_RDONLY)\n\
