@@ -116,8 +116,9 @@ async fn two_hundred_cycles_leave_nothing_behind() {
     // One warm-up cycle: the runtime and the helper open their long-lived descriptors.
     let id = ctx.sandbox().await;
     ctx.backend.destroy(&id).await.unwrap();
-    // Counted once the janitor is idle, as at the end.
-    ctx.backend.settle().await.unwrap();
+    // Counted once the janitor is idle and the helper's stock of prepared networks is full
+    // (each holds two descriptors in the helper), as at the end.
+    ctx.backend.quiesce().await.unwrap();
     let own_fds = forge_test_support::fd_count(std::process::id());
     let helper_fds = forge_test_support::fd_count(helper);
     for _ in 0..200 {
@@ -130,8 +131,8 @@ async fn two_hundred_cycles_leave_nothing_behind() {
         assert_eq!(result.exit_code, 0);
         ctx.backend.destroy(&id).await.unwrap();
     }
-    ctx.backend.settle().await.unwrap();
-    ctx.backend.settle().await.unwrap();
+    ctx.backend.quiesce().await.unwrap();
+    ctx.backend.quiesce().await.unwrap();
     let leftovers = (
         forge_test_support::children(helper),
         forge_test_support::entries(&ctx.dir.path().join("trash")),
