@@ -54,6 +54,7 @@ struct Inner {
 #[derive(Debug)]
 pub struct Pool {
     inner: Arc<Inner>,
+    refill: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Pool {
@@ -84,8 +85,8 @@ impl Pool {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         });
-        tokio::spawn(refill(inner.clone()));
-        Self { inner }
+        let refill = Mutex::new(Some(tokio::spawn(refill(inner.clone()))));
+        Self { inner, refill }
     }
 
     pub fn spec(&self) -> &SandboxSpec {
@@ -143,10 +144,17 @@ impl Pool {
         }
     }
 
-    /// Stops refilling and destroys every sandbox the pool holds.
+    /// Stops refilling and destroys every sandbox the pool holds, including one that was
+    /// being made.
     pub async fn shutdown(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.wake.notify_one();
+        let refill = self.refill.lock().ok().and_then(|mut r| r.take());
+        if let Some(refill) = refill {
+            // A sandbox in the making is destroyed by the task itself once it sees the pool
+            // closed.
+            let _ = refill.await;
+        }
         let drained: Vec<SandboxInfo> = self
             .inner
             .ready
@@ -240,7 +248,11 @@ async fn refill(inner: Arc<Inner>) {
                 if let Ok(mut last) = inner.last_error.lock() {
                     *last = Some(message);
                 }
-                tokio::time::sleep(backoff).await;
+                // Woken early by a shutdown.
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    () = inner.wake.notified() => {}
+                }
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
         }
