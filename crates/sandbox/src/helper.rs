@@ -174,14 +174,7 @@ impl NetworkStock {
     fn new() -> Self {
         let home = rustix::process::geteuid()
             .is_root()
-            .then(|| {
-                rustix::fs::open(
-                    c"/proc/thread-self/ns/net",
-                    rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-                    rustix::fs::Mode::empty(),
-                )
-                .ok()
-            })
+            .then(|| current_network().ok())
             .flatten();
         Self {
             home,
@@ -216,11 +209,7 @@ impl NetworkStock {
         sys::unshare_network_namespace()?;
         let made = (|| {
             sys::loopback_up()?;
-            let netns = rustix::fs::open(
-                c"/proc/thread-self/ns/net",
-                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            )?;
+            let netns = current_network()?;
             let context = rustix::mount::fsopen("sysfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
             rustix::mount::fsconfig_create(&context)?;
             let sysfs = rustix::mount::fsmount(
@@ -257,6 +246,15 @@ impl NetworkStock {
         enter_network(home.as_fd());
         Ok((forked?, None))
     }
+}
+
+/// A descriptor of the network namespace the helper is in.
+fn current_network() -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        c"/proc/thread-self/ns/net",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?)
 }
 
 /// Returns the helper to its own network namespace. Failing to would put every later

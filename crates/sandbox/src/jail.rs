@@ -210,11 +210,7 @@ impl Janitor {
             };
             let mut failures = Vec::new();
             if exited {
-                if let Some(slot) = slot
-                    && let Ok(mut slots) = slots.lock()
-                {
-                    slots.remove(&slot);
-                }
+                free_slot(&slots, slot);
             } else {
                 failures.push(format!(
                     "sandbox {id}: its init did not exit within 10 s of SIGKILL; its uid range stays reserved"
@@ -251,6 +247,15 @@ impl Janitor {
             }
             idle.await;
         }
+    }
+}
+
+/// Hands a uid range back.
+fn free_slot(slots: &Mutex<BTreeSet<u32>>, slot: Option<u32>) {
+    if let Some(slot) = slot
+        && let Ok(mut slots) = slots.lock()
+    {
+        slots.remove(&slot);
     }
 }
 
@@ -591,14 +596,6 @@ impl JailBackend {
             })?;
         slots.insert(slot);
         Ok(Some(slot))
-    }
-
-    fn free_slot(&self, slot: Option<u32>) {
-        if let Some(slot) = slot
-            && let Ok(mut slots) = self.inner.slots.lock()
-        {
-            slots.remove(&slot);
-        }
     }
 
     fn new_id(&self) -> SandboxId {
@@ -1233,7 +1230,7 @@ impl Backend for JailBackend {
         let started = match self.start(&id, spec, &image, slot).await {
             Ok(started) => started,
             Err(err) => {
-                self.free_slot(slot);
+                free_slot(&self.inner.slots, slot);
                 let _ = self.image_store().release(id.as_str());
                 return Err(err);
             }

@@ -521,9 +521,18 @@ mod tests {
     /// x32 guard spliced into each, the filters chained. This was the installed program
     /// before the tree; the tree must answer exactly as it does.
     fn reference(arch: &'static str) -> BpfProgram {
-        let (source, target) = match arch {
-            "x86_64" => (X86_64, seccompiler::TargetArch::x86_64),
-            _ => (AARCH64, seccompiler::TargetArch::aarch64),
+        let source = match arch {
+            "x86_64" => X86_64,
+            _ => AARCH64,
+        };
+        reference_of(arch, source)
+    }
+
+    /// [`reference`] for any policy text.
+    fn reference_of(arch: &'static str, source: &str) -> BpfProgram {
+        let target = match arch {
+            "x86_64" => seccompiler::TargetArch::x86_64,
+            _ => seccompiler::TargetArch::aarch64,
         };
         let mut compiled = seccompiler::compile_from_json(source.as_bytes(), target).unwrap();
         let programs = FILTERS
@@ -914,15 +923,7 @@ mod tests {
             "enosys": {"mismatch_action": "allow", "match_action": {"errno": 38}, "filter": [
                 {"syscall": "socket"}, {"syscall": "clone3"}]}}"#;
         let tree = compile_json(source).unwrap();
-        let mut compiled =
-            seccompiler::compile_from_json(source.as_bytes(), seccompiler::TargetArch::x86_64)
-                .unwrap();
-        let programs = FILTERS.iter().map(|name| {
-            let mut program = compiled.remove(*name).unwrap();
-            refuse_x32(&mut program);
-            program
-        });
-        let chained = chain(programs.collect());
+        let chained = reference_of("x86_64", source);
         let mut expected = Vec::new();
         let mut actual = Vec::new();
         for nr in 0..=500 {
@@ -971,15 +972,7 @@ mod tests {
             enosys.join(",")
         );
         let tree = compile_json(&source).unwrap();
-        let mut compiled =
-            seccompiler::compile_from_json(source.as_bytes(), seccompiler::TargetArch::x86_64)
-                .unwrap();
-        let programs = FILTERS.iter().map(|name| {
-            let mut program = compiled.remove(*name).unwrap();
-            refuse_x32(&mut program);
-            program
-        });
-        let chained = chain(programs.collect());
+        let chained = reference_of("x86_64", &source);
         let trampolines = tree
             .iter()
             .filter(|i| u32::from(i.code) == libc::BPF_JMP | libc::BPF_JA)

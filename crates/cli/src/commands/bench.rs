@@ -24,27 +24,25 @@ pub(super) struct Summary {
 }
 
 pub(super) fn summarise(mut samples: Vec<Duration>) -> Summary {
-    if samples.is_empty() {
-        return Summary {
-            p50: f64::NAN,
-            p99: f64::NAN,
-        };
-    }
     samples.sort();
-    let at = |q: f64| {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "an index into a short vector"
-        )]
-        let index = ((samples.len() as f64 - 1.0) * q).round() as usize;
-        samples[index.min(samples.len() - 1)].as_secs_f64() * 1000.0
-    };
     Summary {
-        p50: at(0.50),
-        p99: at(0.99),
+        p50: percentile(&samples, 0.50),
+        p99: percentile(&samples, 0.99),
     }
+}
+
+/// The `q` quantile of `sorted` samples in milliseconds (nearest rank); NaN when empty.
+pub(super) fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index into a short vector"
+    )]
+    let index = ((sorted.len().saturating_sub(1) as f64) * q).round() as usize;
+    sorted
+        .get(index)
+        .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
 }
 
 pub(super) fn progress(len: usize, what: &str) -> ProgressBar {

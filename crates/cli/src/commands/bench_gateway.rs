@@ -14,7 +14,7 @@ use forge_gateway::{Gateway, GatewayConfig, Outcome, SessionRequest};
 use forge_sandbox::{Backend, JailBackend, JailConfig};
 use serde_json::json;
 
-use super::bench::progress;
+use super::bench::{percentile, progress};
 use crate::cli::BenchGatewayArgs;
 use crate::output;
 
@@ -29,21 +29,9 @@ struct Percentiles {
 
 fn percentiles(mut samples: Vec<Duration>) -> Percentiles {
     samples.sort();
-    let at = |q: f64| {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "an index into a short vector"
-        )]
-        let index = ((samples.len().saturating_sub(1) as f64) * q).round() as usize;
-        samples
-            .get(index)
-            .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
-    };
     Percentiles {
-        p50: at(0.50),
-        p90: at(0.90),
+        p50: percentile(&samples, 0.50),
+        p90: percentile(&samples, 0.90),
     }
 }
 

@@ -46,45 +46,18 @@ async fn tools_and_the_ledger_from_the_command_line() {
             .any(|t| t["name"] == json!("read_file"))
     );
 
-    let write = forge(
-        &[
-            "tools",
-            "call",
-            "write_file",
-            "--session",
-            &id,
-            "--args",
-            r#"{"path": "a.txt", "content": "hello"}"#,
-        ],
-        &url,
-    );
+    let call = |tool: &str, args: &str| {
+        forge(
+            &["tools", "call", tool, "--session", &id, "--args", args],
+            &url,
+        )
+    };
+    let write = call("write_file", r#"{"path": "a.txt", "content": "hello"}"#);
     assert_eq!(write.0, Some(0), "{write:?}");
-    let (code, read, _) = forge(
-        &[
-            "tools",
-            "call",
-            "read_file",
-            "--session",
-            &id,
-            "--args",
-            r#"{"path": "a.txt"}"#,
-        ],
-        &url,
-    );
+    let (code, read, _) = call("read_file", r#"{"path": "a.txt"}"#);
     let read: Value = serde_json::from_str(&read).unwrap();
     assert_eq!((code, read["content"].clone()), (Some(0), json!("hello")));
-    let (code, _, stderr) = forge(
-        &[
-            "tools",
-            "call",
-            "write_file",
-            "--session",
-            &id,
-            "--args",
-            r#"{"path": "/etc/x", "content": "x"}"#,
-        ],
-        &url,
-    );
+    let (code, _, stderr) = call("write_file", r#"{"path": "/etc/x", "content": "x"}"#);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("paths.writable"), "{stderr}");
 
