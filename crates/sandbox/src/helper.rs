@@ -22,7 +22,8 @@ use rustix::net::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::init::{self, Boot};
+use crate::init::{self, Boot, Prepared};
+use crate::layout::SkeletonStock;
 use crate::plan::SpawnPlan;
 use crate::sys;
 
@@ -59,11 +60,13 @@ pub fn run_if_helper() {
     let mut args = std::env::args_os();
     let _program = args.next();
     if args.next().as_deref() == Some(HELPER_ARG.as_ref()) {
-        helper_main();
+        helper_main(args.next().map(PathBuf::from));
     }
 }
 
-fn helper_main() -> ! {
+/// Serves the host's requests until it closes the socket. `skeletons` is where the stock
+/// of sandbox directories is kept (none without it).
+fn helper_main(skeletons: Option<PathBuf>) -> ! {
     // The host passes the helper's end of the socket as stdin.
     let socket: OwnedFd = match rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3) {
         Ok(fd) => fd,
@@ -84,9 +87,12 @@ fn helper_main() -> ! {
     let Ok(seccomp) = crate::seccomp::compile() else {
         sys::exit_immediately(66)
     };
-    let mut networks = NetworkStock::new();
+    let mut stock = Stock {
+        networks: NetworkStock::new(),
+        skeletons: SkeletonStock::new(skeletons),
+    };
     loop {
-        networks.fill(Some(&socket));
+        stock.fill(Some(&socket));
         let request: HelperRequest = match receive(&socket) {
             Ok(Some((message, _))) => message,
             Ok(None) | Err(_) => sys::exit_immediately(0),
@@ -94,14 +100,14 @@ fn helper_main() -> ! {
         let plan = match request {
             HelperRequest::Spawn(plan) => plan,
             HelperRequest::Settle => {
-                networks.fill(None);
+                stock.fill(None);
                 if send(&socket, &HelperResponse::Settled, &[]).is_err() {
                     sys::exit_immediately(0);
                 }
                 continue;
             }
         };
-        let sent = match spawn_sandbox(*plan, &seccomp, &mut networks) {
+        let sent = match spawn_sandbox(*plan, &seccomp, &mut stock) {
             Ok(spawned) => {
                 let sent = send(
                     &socket,
@@ -143,6 +149,37 @@ fn warm_up_spawning() {
         .spawn();
 }
 
+/// What the helper makes ahead of time, while it has nothing else to do.
+struct Stock {
+    networks: NetworkStock,
+    skeletons: SkeletonStock,
+}
+
+impl Stock {
+    /// Makes what is missing, one item at a time. With a `socket`, only while the helper is
+    /// idle: each item is made after [`IDLE_BEFORE_STOCKING`] without a request, so that
+    /// stocking never competes with a sandbox that is being started (for the CPU, or for
+    /// the kernel's mount, network and file system locks), and stops as soon as a request
+    /// comes.
+    fn fill(&mut self, socket: Option<&OwnedFd>) {
+        loop {
+            let skeleton = self.skeletons.wanted()
+                && (!self.networks.wanted() || self.skeletons.len() <= self.networks.len());
+            if !skeleton && !self.networks.wanted() {
+                return;
+            }
+            if socket.is_some_and(|socket| readable(socket, IDLE_BEFORE_STOCKING)) {
+                return;
+            }
+            if skeleton {
+                self.skeletons.make();
+            } else {
+                self.networks.make_one();
+            }
+        }
+    }
+}
+
 /// Network namespaces made ahead of time, each with its loopback up.
 ///
 /// A new network namespace is the most expensive part of a sandbox's `clone` (about two
@@ -182,20 +219,21 @@ impl NetworkStock {
         }
     }
 
-    /// Makes namespaces until the stock is full. With a `socket`, only while the helper is
-    /// idle: each one is made after [`IDLE_BEFORE_STOCKING`] without a request, so that
-    /// stocking never competes with a sandbox that is being started (for the CPU, or for
-    /// the kernel's mount and network locks), and stops as soon as a request comes.
-    fn fill(&mut self, socket: Option<&OwnedFd>) {
-        while self.home.is_some()
-            && self.ready.len() < NETWORK_STOCK
-            && !socket.is_some_and(|socket| readable(socket, IDLE_BEFORE_STOCKING))
-        {
-            match self.make() {
-                Ok(netns) => self.ready.push(netns),
-                // Not possible on this host after all: sandboxes make their own.
-                Err(_) => self.home = None,
-            }
+    /// Whether a namespace is missing from the stock.
+    fn wanted(&self) -> bool {
+        self.home.is_some() && self.ready.len() < NETWORK_STOCK
+    }
+
+    fn len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Makes one namespace for the stock.
+    fn make_one(&mut self) {
+        match self.make() {
+            Ok(netns) => self.ready.push(netns),
+            // Not possible on this host after all: sandboxes make their own.
+            Err(_) => self.home = None,
         }
     }
 
@@ -299,24 +337,12 @@ struct Forked {
 fn spawn_sandbox(
     plan: SpawnPlan,
     seccomp: &seccompiler::BpfProgram,
-    networks: &mut NetworkStock,
+    stock: &mut Stock,
 ) -> Result<Forked, String> {
     fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
         move |err| format!("{what}: {err}")
     }
-    let dir = &plan.sandbox_dir;
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("create {}: {e}", dir.display()))?;
-    if let Some(owner) = plan.owner {
-        let (uid, gid) = (
-            rustix::process::Uid::from_raw(owner),
-            rustix::process::Gid::from_raw(owner),
-        );
-        rustix::fs::chown(dir, Some(uid), Some(gid))
-            .map_err(|e| format!("chown {}: {e}", dir.display()))?;
-    }
+    let layers_ready = make_directory(&plan, &mut stock.skeletons)?;
     let (release_r, release_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
     // The init's first connection: it reports ready on it and serves it like any other.
@@ -335,7 +361,8 @@ fn spawn_sandbox(
         None,
     )
     .map_err(os("socketpair"))?;
-    let (child, sysfs) = networks
+    let (child, sysfs) = stock
+        .networks
         .fork(plan.prepared_network)
         .map_err(|e| format!("clone: {e}"))?;
     let Some(pid) = child else {
@@ -364,7 +391,10 @@ fn spawn_sandbox(
                 release: release_r,
                 control: control_init,
                 channel: channel_child,
-                sysfs,
+                prepared: Prepared {
+                    sysfs,
+                    layers: layers_ready,
+                },
             },
             seccomp,
         );
@@ -397,6 +427,30 @@ fn spawn_sandbox(
         control: control_host,
         notes,
     })
+}
+
+/// Makes the sandbox's directory, owned by the host uid its root maps to: a skeleton from
+/// the stock with its layers made (then `true`: the init skips making them), or an empty
+/// one.
+fn make_directory(plan: &SpawnPlan, skeletons: &mut SkeletonStock) -> Result<bool, String> {
+    let dir = &plan.sandbox_dir;
+    // A failed skeleton is dropped and the directory made the usual way.
+    if skeletons.take(dir, plan.owner).unwrap_or(false) {
+        return Ok(true);
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("create {}: {e}", dir.display()))?;
+    if let Some(owner) = plan.owner {
+        let (uid, gid) = (
+            rustix::process::Uid::from_raw(owner),
+            rustix::process::Gid::from_raw(owner),
+        );
+        rustix::fs::chown(dir, Some(uid), Some(gid))
+            .map_err(|e| format!("chown {}: {e}", dir.display()))?;
+    }
+    Ok(false)
 }
 
 /// Writes the child's id maps and, for a host workspace, makes and sends its idmapped mount.
@@ -614,7 +668,9 @@ pub(crate) struct Helper {
 
 impl Helper {
     /// Starts the helper process. Must be called within a tokio runtime.
-    pub(crate) fn start(command: &HelperCommand) -> io::Result<Self> {
+    /// The helper keeps its stock of sandbox directories in `skeletons`, which must be on
+    /// the file system of the sandboxes' directories.
+    pub(crate) fn start(command: &HelperCommand, skeletons: &Path) -> io::Result<Self> {
         let (ours, theirs) = rustix::net::socketpair(
             AddressFamily::UNIX,
             SocketType::SEQPACKET,
@@ -631,6 +687,7 @@ impl Helper {
         let child = process
             .args(&command.args)
             .arg(HELPER_ARG)
+            .arg(skeletons)
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -30,6 +30,7 @@ use crate::cgroup::{CgroupLayout, CgroupRoot, SandboxCgroup};
 use crate::client::{AgentClient, Connection};
 use crate::helper::{Helper, HelperCommand, Spawned};
 use crate::image::Images;
+use crate::layout;
 use crate::net::{Allowlist, PROXY_PORT, Resolver, pasta, ports, proxy};
 use crate::plan::{IdRange, Overlay, SpawnPlan};
 use crate::proto::{CHUNK, ErrorKind, FrameError, RemoteError, Request, Response};
@@ -160,6 +161,8 @@ struct Inner {
     slots: Arc<Mutex<BTreeSet<u32>>>,
     /// Where destroyed sandboxes' directories wait for the janitor.
     trash_dir: PathBuf,
+    /// Where the helper keeps its stock of ready-made sandbox directories.
+    skeletons_dir: PathBuf,
     janitor: Arc<Janitor>,
     /// Every egress connection attempt of every allowlist sandbox.
     connections: broadcast::Sender<forge_types::Connection>,
@@ -347,7 +350,8 @@ impl JailBackend {
             host_notes
                 .push("running without root: sandbox ids map to the caller's uid only".to_owned());
         }
-        let helper = Helper::start(&config.helper).map_err(|e| {
+        let skeletons_dir = data_dir.join("skeletons");
+        let helper = Helper::start(&config.helper, &skeletons_dir).map_err(|e| {
             host(format!(
                 "cannot start the sandbox helper {}: {e}",
                 config.helper.program.display()
@@ -366,6 +370,7 @@ impl JailBackend {
                 sandboxes: RwLock::new(HashMap::new()),
                 slots: Arc::new(Mutex::new(BTreeSet::new())),
                 trash_dir,
+                skeletons_dir,
                 janitor: Arc::new(Janitor::default()),
                 connections: broadcast::channel(crate::net::LOG_CAPACITY).0,
             }),
@@ -539,7 +544,7 @@ impl JailBackend {
     async fn adopt(&self, id: &SandboxId, dir: &Path) -> Option<Sandbox> {
         let record: Record =
             serde_json::from_slice(&fs::read(dir.join("sandbox.json")).ok()?).ok()?;
-        let socket = dir.join("ctl.sock");
+        let socket = dir.join(layout::SOCKET);
         let stream = tokio::net::UnixStream::connect(&socket).await.ok()?;
         let peer = stream.peer_cred().ok()?.pid()?;
         drop(stream);
@@ -663,7 +668,7 @@ impl JailBackend {
     /// Copies the sandbox's writable layer into the image store on top of its image.
     async fn commit(&self, sandbox: &Sandbox, name: Option<&str>) -> Result<Image, SandboxError> {
         let store = self.image_store().clone();
-        let upper = sandbox.dir.join("upper");
+        let upper = sandbox.dir.join(layout::UPPER);
         let parent = sandbox.image.clone();
         let name = name.map(str::to_owned);
         let source = ImageSource::Snapshot {
@@ -729,12 +734,12 @@ impl JailBackend {
         let plan = SpawnPlan {
             id: id.to_string(),
             sandbox_dir: dir.clone(),
-            root_dir: dir.join("root"),
-            socket_path: dir.join("ctl.sock"),
+            root_dir: dir.join(layout::ROOT),
+            socket_path: dir.join(layout::SOCKET),
             root: Overlay {
                 lower: root_fs.lower,
-                upper: dir.join("upper"),
-                work: dir.join("work"),
+                upper: dir.join(layout::UPPER),
+                work: dir.join(layout::WORK),
                 idmapped: root_fs.idmapped,
             },
             binds: root_fs.binds,
@@ -807,7 +812,7 @@ impl JailBackend {
         for attempt in 0..2 {
             if helper.is_none() {
                 *helper = Some(
-                    Helper::start(&self.inner.config.helper)
+                    Helper::start(&self.inner.config.helper, &self.inner.skeletons_dir)
                         .map_err(|e| SandboxError::setup("start the sandbox helper", e))?,
                 );
             }
@@ -859,7 +864,7 @@ impl JailBackend {
                     return Ok(());
                 }
                 let (netns, userns) =
-                    match ports::sandbox_namespaces(&sandbox.dir.join("ctl.sock")).await {
+                    match ports::sandbox_namespaces(&sandbox.dir.join(layout::SOCKET)).await {
                         Ok(Ok(namespaces)) => namespaces,
                         Ok(Err(source)) => {
                             return Err(SandboxError::Operation {
@@ -888,7 +893,7 @@ impl JailBackend {
         port: u16,
         listen: bool,
     ) -> Result<OwnedFd, SandboxError> {
-        match ports::sandbox_socket(&sandbox.dir.join("ctl.sock"), port, listen).await {
+        match ports::sandbox_socket(&sandbox.dir.join(layout::SOCKET), port, listen).await {
             Ok(Ok(fd)) => Ok(fd),
             Ok(Err(source)) => Err(SandboxError::Operation {
                 id: sandbox.info.id.clone(),
@@ -1303,7 +1308,7 @@ impl Backend for JailBackend {
             port,
             host_address: address.to_string(),
         };
-        let task = ports::spawn(listener, sandbox.dir.join("ctl.sock"), port);
+        let task = ports::spawn(listener, sandbox.dir.join(layout::SOCKET), port);
         if let Ok(mut ports) = sandbox.net.ports.lock() {
             ports.insert(port, (forward.clone(), task));
         }

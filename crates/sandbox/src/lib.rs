@@ -16,6 +16,7 @@ pub mod host;
 mod image;
 mod init;
 mod jail;
+mod layout;
 pub mod net;
 mod plan;
 mod pool;

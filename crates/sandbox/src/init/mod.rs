@@ -37,10 +37,19 @@ pub(crate) struct Boot {
     pub(crate) control: OwnedFd,
     /// Descriptors the helper opens for the init after the fork (tagged, see `helper`).
     pub(crate) channel: OwnedFd,
+    pub(crate) prepared: Prepared,
+}
+
+/// What the helper made ahead of time for this sandbox.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
     /// Present when the init was born in one of the helper's prepared network namespaces
     /// (whose loopback is already up, and which it could not configure anyway): that
     /// namespace's `sysfs`, mounted by the helper, since the init may not mount one there.
     pub(crate) sysfs: Option<OwnedFd>,
+    /// The sandbox's directory came from the helper's stock with the overlay's layers and
+    /// the root's mount point already made.
+    pub(crate) layers: bool,
 }
 
 /// Runs the init. Never returns: the init lives until the sandbox is destroyed.
@@ -50,11 +59,11 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
         release,
         control,
         channel,
-        sysfs,
+        prepared,
     } = boot;
     let mut release = std::fs::File::from(release);
     let mut control = std::os::unix::net::UnixStream::from(control);
-    match setup(&plan, &mut release, &channel, sysfs, seccomp) {
+    match setup(&plan, &mut release, &channel, prepared, seccomp) {
         Ok((listener, agent, notes)) => {
             let ready = Response::Ready {
                 version: PROTOCOL_VERSION,
@@ -89,7 +98,7 @@ fn setup(
     plan: &SpawnPlan,
     release: &mut std::fs::File,
     channel: &OwnedFd,
-    sysfs: Option<OwnedFd>,
+    prepared: Prepared,
     seccomp: &seccompiler::BpfProgram,
 ) -> Result<(std::os::unix::net::UnixListener, agent::Agent, Vec<String>), SetupError> {
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
@@ -104,8 +113,8 @@ fn setup(
         }
     }
     setup::become_root(plan)?;
-    let network_ready = sysfs.is_some();
-    let listener = setup::assemble_root(plan, workspace, layers, sysfs)?;
+    let network_ready = prepared.sysfs.is_some();
+    let listener = setup::assemble_root(plan, workspace, layers, prepared)?;
     setup::configure_identity(plan, network_ready)?;
     setup::make_undumpable()?;
     let landlock = confine::restrict(plan)?;

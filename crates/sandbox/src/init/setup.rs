@@ -14,6 +14,7 @@ use rustix::fs::{CWD, Mode};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
 use crate::image::{DEV_SYMLINKS, DEVICES};
+use crate::init::Prepared;
 use crate::plan::SpawnPlan;
 use crate::sys;
 
@@ -68,14 +69,19 @@ pub(crate) fn assemble_root(
     plan: &SpawnPlan,
     workspace: Option<OwnedFd>,
     layers: Option<OwnedFd>,
-    sysfs: Option<OwnedFd>,
+    prepared: Prepared,
 ) -> Result<UnixListener, SetupError> {
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .stage(|| "make mounts private".into())?;
-    create_layers(plan)?;
+    if !prepared.layers {
+        crate::layout::create_layers(&plan.sandbox_dir)
+            .stage(|| "make the overlay's layers".into())?;
+    }
+    // Whatever the helper's umask was, the sandbox's processes start with the usual one.
+    rustix::process::umask(Mode::from_raw_mode(0o022));
     let lowers = attach_layers(plan, layers)?;
 
     let root = &plan.root_dir;
@@ -155,7 +161,7 @@ pub(crate) fn assemble_root(
 
     let sys_dir = inside(root, "/sys");
     ensure_dir(&sys_dir)?;
-    match sysfs {
+    match prepared.sysfs {
         Some(tree) => rustix::mount::move_mount(
             tree.as_fd(),
             c"",
@@ -230,38 +236,6 @@ fn attach_layers(plan: &SpawnPlan, layers: Option<OwnedFd>) -> Result<Vec<PathBu
             _ => Ok(lower.path.clone()),
         })
         .collect()
-}
-
-/// The upper layer's directories: those a sandbox may write (owned by its root, with the
-/// modes it sees) and the mount points of its memory-backed file systems.
-const UPPER_DIRS: [(&str, u32); 7] = [
-    ("workspace", 0o755),
-    ("root", 0o700),
-    ("home", 0o755),
-    ("run", 0o755),
-    ("var", 0o755),
-    ("var/tmp", 0o1777),
-    ("tmp", 0o1777),
-];
-
-/// Creates the overlay's upper and work layers and the new root's mount point in the
-/// sandbox's directory. Runs as the sandbox's root, so everything is owned by it.
-fn create_layers(plan: &SpawnPlan) -> Result<(), SetupError> {
-    rustix::process::umask(Mode::empty());
-    let mkdir = |path: &Path, mode: u32| {
-        std::fs::DirBuilder::new()
-            .mode(mode)
-            .create(path)
-            .stage(|| format!("mkdir {}", path.display()))
-    };
-    mkdir(&plan.root.upper, 0o755)?;
-    for (dir, mode) in UPPER_DIRS {
-        mkdir(&plan.root.upper.join(dir), mode)?;
-    }
-    mkdir(&plan.root.work, 0o700)?;
-    mkdir(&plan.root_dir, 0o755)?;
-    rustix::process::umask(Mode::from_raw_mode(0o022));
-    Ok(())
 }
 
 /// Gives the sandbox its hostname and a working loopback interface (unless its network

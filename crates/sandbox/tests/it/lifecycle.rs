@@ -151,6 +151,43 @@ async fn two_hundred_cycles_leave_nothing_behind() {
 }
 
 #[tokio::test]
+async fn sandboxes_from_the_helpers_stock_look_like_those_made_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let ctx = Ctx::new();
+    ctx.backend.quiesce().await.unwrap();
+    let helper = ctx.backend.helper_pid().await.unwrap();
+    let stock = ctx.dir.path().join("skeletons").join(helper.to_string());
+    let inode = |path: &std::path::Path| std::fs::metadata(path).unwrap().ino();
+    let skeletons: Vec<u64> = forge_test_support::entries(&stock)
+        .iter()
+        .map(|path| inode(path))
+        .collect();
+    assert!(!skeletons.is_empty(), "the helper stocked no skeletons");
+    let stocked = ctx.sandbox().await;
+    let dir = ctx.backend.sandboxes_dir().join(stocked.as_str());
+    assert!(
+        skeletons.contains(&inode(&dir)),
+        "the sandbox's directory is not one of the stock's"
+    );
+    // With the stock emptied behind the helper's back, the next sandbox's init makes its
+    // own layers.
+    for skeleton in forge_test_support::entries(&stock) {
+        std::fs::remove_dir_all(skeleton).unwrap();
+    }
+    let made = ctx.sandbox().await;
+    let script = "stat -c '%n %a %U:%G' / /workspace /root /home /run /var /var/tmp; \
+                  for d in /workspace /root /home /run /var/tmp; do touch $d/f || exit 1; done; \
+                  echo writable";
+    let expected = "/ 755 root:root\n/workspace 755 root:root\n/root 700 root:root\n\
+                    /home 755 root:root\n/run 755 root:root\n/var 755 root:root\n\
+                    /var/tmp 1777 root:root\nwritable\n";
+    assert_eq!(
+        (ctx.ok(&stocked, script).await, ctx.ok(&made, script).await),
+        (expected.to_owned(), expected.to_owned())
+    );
+}
+
+#[tokio::test]
 async fn a_warm_pool_hands_out_ready_sandboxes() {
     let ctx = Ctx::new();
     let backend: Arc<dyn Backend> = Arc::new(ctx.backend.clone());
