@@ -86,6 +86,31 @@ pub(crate) fn run(boot: Boot, seccomp: &seccompiler::BpfProgram) -> ! {
     }
 }
 
+/// Descriptors the helper sent after the fork, by tag. Each release guarantees that what
+/// the helper sent before it has arrived, not that nothing more has: the OOM counter, sent
+/// while the init builds its root, may already wait when the init drains the channel after
+/// the first release, so every drain keeps every tag.
+#[derive(Default)]
+struct Received {
+    workspace: Option<OwnedFd>,
+    layers: Option<OwnedFd>,
+    oom_events: Option<OwnedFd>,
+}
+
+impl Received {
+    fn drain(&mut self, channel: &OwnedFd) {
+        while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
+            let slot = match tag {
+                crate::helper::FD_WORKSPACE => &mut self.workspace,
+                crate::helper::FD_LAYERS => &mut self.layers,
+                crate::helper::FD_OOM_EVENTS => &mut self.oom_events,
+                _ => continue,
+            };
+            *slot = Some(fd);
+        }
+    }
+}
+
 /// Waits for the helper's next release byte; exits quietly if it gave up.
 fn wait_for(release: &mut std::fs::File, expected: u8) {
     let mut byte = [0u8; 1];
@@ -103,30 +128,24 @@ fn setup(
 ) -> Result<(std::os::unix::net::UnixListener, agent::Agent, Vec<String>), SetupError> {
     sys::default_sigchld().stage(|| "restore SIGCHLD".into())?;
     wait_for(release, RELEASE_MAPPED);
-    let mut workspace = None;
-    let mut layers = None;
-    while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
-        match tag {
-            crate::helper::FD_WORKSPACE => workspace = Some(fd),
-            crate::helper::FD_LAYERS => layers = Some(fd),
-            _ => {}
-        }
-    }
+    let mut received = Received::default();
+    received.drain(channel);
     setup::become_root(plan)?;
     let network_ready = prepared.sysfs.is_some();
-    let listener = setup::assemble_root(plan, workspace, layers, prepared)?;
+    let listener = setup::assemble_root(
+        plan,
+        received.workspace.take(),
+        received.layers.take(),
+        prepared,
+    )?;
     setup::configure_identity(plan, network_ready)?;
     setup::make_undumpable()?;
     let landlock = confine::restrict(plan)?;
     // Meanwhile the helper has been building the cgroups; they must hold the init before
     // it serves anything.
     wait_for(release, RELEASE_PLACED);
-    let mut oom_events = None;
-    while let Some((tag, fd)) = crate::helper::receive_fd(channel) {
-        if tag == crate::helper::FD_OOM_EVENTS {
-            oom_events = Some(fd);
-        }
-    }
+    received.drain(channel);
+    let oom_events = received.oom_events;
     if plan.cgroup.is_some() {
         sys::unshare_cgroup_namespace().stage(|| "unshare the cgroup namespace".into())?;
     }
