@@ -101,6 +101,40 @@ fn cgroup_name_for(data_dir: &Path) -> String {
     format!("forge-{hash:08x}")
 }
 
+/// Adds the directories this backend makes sandbox cgroups in to the data directory's
+/// `cgroups` file (one path per line), so that whoever removes a data directory can find
+/// them: they live in the cgroup file system, not below it.
+fn record_cgroup_parents(data_dir: &Path, parents: &[PathBuf]) {
+    let file = data_dir.join(CGROUPS_FILE);
+    let mut known: Vec<PathBuf> = fs::read_to_string(&file)
+        .unwrap_or_default()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let before = known.len();
+    known.extend(
+        parents
+            .iter()
+            .filter(|p| !known.contains(p))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    if known.len() == before {
+        return;
+    }
+    let mut text = String::new();
+    for parent in &known {
+        text.push_str(&parent.to_string_lossy());
+        text.push('\n');
+    }
+    if let Err(err) = fs::write(&file, text) {
+        tracing::warn!(file = %file.display(), error = %err, "cannot record the cgroup directories");
+    }
+}
+
+/// The data directory's list of the directories its sandboxes' cgroups are made in.
+pub const CGROUPS_FILE: &str = "cgroups";
+
 /// What the sandbox needs written in its directory to be found again after a restart.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
@@ -340,6 +374,7 @@ impl JailBackend {
         let dev_template = crate::image::prepare_dev(&images_dir);
         let layout = CgroupLayout::detect().unwrap_or_default();
         let (cgroups, mut host_notes) = CgroupRoot::prepare(&layout, &config.cgroup_name);
+        record_cgroup_parents(&data_dir, &cgroups.parents());
         for controller in layout.missing() {
             host_notes.push(format!(
                 "cgroup controller {} is not available on this host",

@@ -26,5 +26,5 @@ mod sys;
 
 pub use backend::{Backend, ExecStream, SandboxError};
 pub use helper::{HELPER_ARG, HelperCommand, run_if_helper};
-pub use jail::{JailBackend, JailConfig, Recovery, WRITABLE_PATHS};
+pub use jail::{CGROUPS_FILE, JailBackend, JailConfig, Recovery, WRITABLE_PATHS};
 pub use pool::{Pool, PoolStatus};

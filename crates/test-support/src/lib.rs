@@ -24,9 +24,11 @@ macro_rules! sandbox_helper {
 
 /// A temporary data directory with a short path (control sockets live below it and Unix
 /// socket paths are limited to 107 bytes). Removed on drop, after the sandboxes still
-/// running from it are killed: sandboxes outlive a dropped backend or a killed server on
-/// purpose (a restart adopts them), so a test that ends without destroying every sandbox
-/// would otherwise leave their inits running.
+/// running from it are killed and their cgroups removed: sandboxes outlive a dropped
+/// backend or a killed server on purpose (a restart adopts them, and its recovery removes
+/// what dead ones left), so a test that ends without destroying every sandbox, or before
+/// the janitor is done, would otherwise leave inits running and cgroups behind. Thousands
+/// of stale memory cgroups slow every later cgroup operation on the machine.
 pub fn data_dir() -> DataDir {
     DataDir(
         tempfile::Builder::new()
@@ -57,6 +59,41 @@ impl AsRef<Path> for DataDir {
 impl Drop for DataDir {
     fn drop(&mut self) {
         kill_sandboxes(self.path());
+        remove_cgroups(self.path());
+        // The helper may still be stocking sandbox directories here (it lives as long as
+        // the backend, which can outlive this value): removing is retried until it wins.
+        for _ in 0..100 {
+            match std::fs::remove_dir_all(self.path()) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Removes the cgroups of `data_dir`'s sandboxes and the directories they were made in
+/// (listed in its `cgroups` file, see `forge_sandbox::CGROUPS_FILE`), waiting up to five
+/// seconds for killed processes to leave them.
+pub fn remove_cgroups(data_dir: &Path) {
+    let Ok(listing) = std::fs::read_to_string(data_dir.join("cgroups")) else {
+        return;
+    };
+    let parents: Vec<PathBuf> = listing.lines().map(PathBuf::from).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let mut left = false;
+        for parent in parents.iter().filter(|p| p.exists()) {
+            for child in entries(parent).into_iter().filter(|c| c.is_dir()) {
+                left |= std::fs::remove_dir(child).is_err();
+            }
+            left |= std::fs::remove_dir(parent).is_err();
+        }
+        if !left || std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

@@ -83,14 +83,6 @@ impl Ctx {
     }
 }
 
-impl Drop for Ctx {
-    fn drop(&mut self) {
-        for parent in self.backend.cgroup_parents() {
-            let _ = std::fs::remove_dir(parent);
-        }
-    }
-}
-
 /// Output as text, for assertions.
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
