@@ -226,6 +226,83 @@ fn join_relative(mount_point: &str, root: &str, path: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// Sandbox cgroups that nothing runs in any more, anywhere on this host: directories named
+/// `sb-*` below a Forge parent (`forge*`) in any cgroup hierarchy, without a process, made
+/// more than `older_than` ago.
+///
+/// A sandbox's init stays in its cgroups for its whole life, and the helper moves it in
+/// within milliseconds of making them, so such a cgroup is dead whichever Forge made it.
+/// They are left when a process ends before its janitor is done and its data directory is
+/// deleted (a restarted server would have removed them); thousands of them make every
+/// cgroup attach on the host slow, whoever does it.
+pub fn stale_sandbox_cgroups(older_than: Duration) -> Vec<PathBuf> {
+    let Ok(mountinfo) = fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut pending: Vec<(PathBuf, usize)> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let mount_point = left.split(' ').nth(4)?;
+            matches!(right.split(' ').next(), Some("cgroup" | "cgroup2"))
+                .then(|| (PathBuf::from(mount_point), 0))
+        })
+        .collect();
+    let mut stale = Vec::new();
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let forge_parent = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("forge"));
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            let sandbox = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("sb-"));
+            if forge_parent && sandbox {
+                if is_stale(&path, older_than) {
+                    stale.push(path);
+                }
+            } else if depth < STALE_SEARCH_DEPTH {
+                pending.push((path, depth + 1));
+            }
+        }
+    }
+    stale.sort();
+    stale
+}
+
+/// How deep below a hierarchy's root Forge parents are looked for.
+const STALE_SEARCH_DEPTH: usize = 8;
+
+fn is_stale(dir: &Path, older_than: Duration) -> bool {
+    let empty =
+        std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty());
+    let old = std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .is_ok_and(|made| made.elapsed().is_ok_and(|age| age >= older_than));
+    empty && old
+}
+
+/// Removes the `stale` cgroups (see [`stale_sandbox_cgroups`]); returns how many it
+/// removed. A cgroup that gained a process meanwhile cannot be removed and stays.
+pub fn remove_stale(stale: &[PathBuf]) -> usize {
+    stale
+        .iter()
+        .filter(|dir| std::fs::remove_dir(dir).is_ok())
+        .count()
+}
+
+/// How long a sandbox cgroup must have existed without a process to count as stale.
+pub const STALE_AFTER: Duration = Duration::from_mins(1);
+
 /// The directories under which sandbox cgroups are created, one per hierarchy.
 #[derive(Debug, Clone)]
 pub struct CgroupRoot {

@@ -375,6 +375,20 @@ impl JailBackend {
         let layout = CgroupLayout::detect().unwrap_or_default();
         let (cgroups, mut host_notes) = CgroupRoot::prepare(&layout, &config.cgroup_name);
         record_cgroup_parents(&data_dir, &cgroups.parents());
+        if !cgroups.controllers().is_empty() {
+            // Off the start path: on a host that collected thousands, this takes seconds.
+            std::thread::spawn(|| {
+                let stale = crate::cgroup::stale_sandbox_cgroups(crate::cgroup::STALE_AFTER);
+                if !stale.is_empty() {
+                    let removed = crate::cgroup::remove_stale(&stale);
+                    tracing::info!(
+                        removed,
+                        found = stale.len(),
+                        "removed stale sandbox cgroups"
+                    );
+                }
+            });
+        }
         for controller in layout.missing() {
             host_notes.push(format!(
                 "cgroup controller {} is not available on this host",

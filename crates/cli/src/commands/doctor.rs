@@ -16,6 +16,17 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     for line in report.to_string().lines() {
         output::line(line);
     }
+    let stale = forge_sandbox::cgroup::stale_sandbox_cgroups(forge_sandbox::cgroup::STALE_AFTER);
+    if stale.is_empty() {
+        output::line("✓ leftovers   no stale sandbox cgroups");
+    } else {
+        // They slow every cgroup operation on the host; nothing runs in them.
+        let removed = forge_sandbox::cgroup::remove_stale(&stale);
+        output::line(&format!(
+            "! leftovers   removed {removed} of {} stale sandbox cgroups (empty, left by Forge processes that ended before their cleanup)",
+            stale.len()
+        ));
+    }
     if args.no_sandbox {
         return Ok(ExitCode::SUCCESS);
     }

@@ -255,3 +255,66 @@ async fn a_restarted_backend_adopts_running_sandboxes() {
         Vec::<std::path::PathBuf>::new()
     );
 }
+
+#[tokio::test]
+async fn stale_sandbox_cgroups_are_found_and_removed_but_live_and_young_ones_stay() {
+    use forge_sandbox::cgroup::{remove_stale, stale_sandbox_cgroups};
+    use std::time::SystemTime;
+    let ctx = Ctx::new();
+    let live = ctx.sandbox().await;
+    // Other test processes sweep with the real threshold of a minute: these are made to
+    // look 30 seconds old and looked for with 20, so only this test removes them.
+    let age = Duration::from_secs(30);
+    let backdate = |dir: &std::path::Path| {
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    };
+    let parents = ctx.backend.cgroup_parents();
+    assert!(!parents.is_empty(), "no cgroup hierarchy to test with");
+    let mut dead = Vec::new();
+    let mut kept = Vec::new();
+    for parent in &parents {
+        let own = parent.parent().unwrap();
+        let paths = [
+            parent.join("sb-dead"),
+            parent.join("sb-young"),
+            own.join(format!("other-{}", live.as_str())),
+            own.join(format!("other-{}/sb-elsewhere", live.as_str())),
+        ];
+        for path in &paths {
+            std::fs::create_dir(path).unwrap();
+        }
+        backdate(&paths[0]);
+        backdate(&paths[3]);
+        backdate(&parent.join(live.as_str()));
+        dead.push(paths[0].clone());
+        kept.extend(paths[1..].iter().cloned());
+    }
+    let ours = |found: Vec<std::path::PathBuf>| -> Vec<std::path::PathBuf> {
+        found
+            .into_iter()
+            .filter(|p| {
+                parents.iter().any(|parent| p.starts_with(parent))
+                    || p.to_string_lossy().contains("/other-")
+            })
+            .collect()
+    };
+    let mut expected = dead.clone();
+    expected.sort();
+    let stale = ours(stale_sandbox_cgroups(Duration::from_secs(20)));
+    assert_eq!(stale, expected);
+    assert_eq!(remove_stale(&stale), dead.len());
+    assert_eq!(
+        ours(stale_sandbox_cgroups(Duration::from_secs(20))),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert!(kept.iter().all(|p| p.is_dir()));
+    // The live sandbox kept its cgroups.
+    assert_eq!(ctx.ok(&live, "echo alive").await, "alive\n");
+    for path in kept.iter().rev() {
+        std::fs::remove_dir(path).unwrap();
+    }
+    ctx.backend.destroy(&live).await.unwrap();
+}
