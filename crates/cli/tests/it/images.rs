@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::server::{KEY, Server};
 
 /// Runs `forge` with `args`; returns the exit code, stdout and stderr.
-fn forge(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+pub(crate) fn forge(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     #[expect(
         clippy::disallowed_methods,
         reason = "runs the forge binary under test"

@@ -17,6 +17,7 @@ fn install_tls_provider() {
 
 mod api;
 mod crash;
+mod doctor;
 mod gateway;
 mod images;
 mod load;
