@@ -15,6 +15,7 @@ pub(crate) mod pasta;
 pub(crate) mod ports;
 pub(crate) mod proxy;
 mod resolve;
+mod splice;
 mod tls;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use forge_types::{Connection, ConnectionKind, SandboxId, Verdict};
@@ -15,14 +16,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast;
 
+use super::splice::{Moved, Splicer};
 use super::tls::{self, Hello};
 use super::{Allowlist, Resolver};
 
 /// Largest request head the proxy reads.
 const MAX_HEAD: usize = 64 << 10;
 
-/// Buffer per direction when relaying; large buffers keep bulk downloads near the speed of
-/// a direct connection.
+/// Pipe (or, without descriptors for pipes, buffer) per direction when relaying; large ones
+/// keep bulk downloads near the speed of a direct connection.
 const RELAY_BUFFER: usize = 256 << 10;
 
 /// Connections one sandbox may hold open through its proxy at once, so that a sandbox
@@ -256,12 +258,27 @@ async fn relay(
         }
         record.bytes_up += first.len() as u64;
     }
-    if let Ok((up, down)) =
-        tokio::io::copy_bidirectional_with_sizes(client, &mut upstream, RELAY_BUFFER, RELAY_BUFFER)
+    match Splicer::new(RELAY_BUFFER) {
+        Ok(splicer) => {
+            let moved = Moved::default();
+            // However it ends, what moved is recorded.
+            let _ = splicer.relay(client, &upstream, &moved).await;
+            record.bytes_up += moved.forward.load(Ordering::Relaxed);
+            record.bytes_down += moved.backward.load(Ordering::Relaxed);
+        }
+        Err(_) => {
+            if let Ok((up, down)) = tokio::io::copy_bidirectional_with_sizes(
+                client,
+                &mut upstream,
+                RELAY_BUFFER,
+                RELAY_BUFFER,
+            )
             .await
-    {
-        record.bytes_up += up;
-        record.bytes_down += down;
+            {
+                record.bytes_up += up;
+                record.bytes_down += down;
+            }
+        }
     }
     Ok(())
 }
