@@ -12,10 +12,11 @@ from conftest import TIMEOUT, api_headers, api_url, http_client
 from mcp import MCPError
 
 # Every tool the gateway serves under its default policy (all but `shell`), as `/mcp` lists
-# them (ARF's `capture_preview_metadata` is in the policy catalog but not served yet).
+# them.
 DEFAULT_TOOLS = sorted(
     [
         "bracket_tracker",
+        "capture_preview_metadata",
         "check_port",
         "checkout_ref",
         "clone_repo",

@@ -166,6 +166,7 @@ registry!(
     process::CheckPort,
     process::HttpHealthCheck,
     process::StreamLogs,
+    process::CapturePreviewMetadata,
     artifacts::ExportArtifacts,
     code::RunCode,
     project::InstallPackage,

@@ -264,7 +264,7 @@ fn own_host(field: &str, host: &str) -> Result<(), ToolError> {
 /// The probe: a TCP connect, or an HTTP GET that does not follow redirects, from inside the
 /// sandbox. Prints one JSON line.
 const PROBE: &str = r#"
-import json, socket, sys, urllib.request, urllib.error
+import json, re, socket, sys, urllib.request, urllib.error
 kind, host, port, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if kind == "port":
     s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -279,6 +279,20 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 opener = urllib.request.build_opener(NoRedirect)
 url = "http://%s:%d%s" % (host if ":" not in host else "[" + host + "]", port, path)
+if kind == "preview":
+    try:
+        with opener.open(url, timeout=3) as r:
+            status, body = r.status, r.read(65536)
+    except urllib.error.HTTPError as e:
+        status, body = e.code, e.read(65536)
+    except Exception as e:
+        print(json.dumps({"ok": False, "error": type(getattr(e, "reason", e)).__name__}))
+        sys.exit(0)
+    text = body.decode("utf-8", "replace")
+    title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+    hint = " ".join((title.group(1) if title else text).split())[:120]
+    print(json.dumps({"ok": 200 <= status < 400, "status": status, "title_hint": hint}))
+    sys.exit(0)
 try:
     with opener.open(url, timeout=5) as r:
         body = r.read(300).decode("utf-8", "replace")
@@ -351,33 +365,31 @@ pub(crate) struct HttpHealthCheck {
     url: String,
 }
 
-impl HttpHealthCheck {
-    /// Host, port and path of a loopback `http://` URL.
-    fn parse(&self) -> Result<(String, u16, String), ToolError> {
-        let rest = self.url.strip_prefix("http://").ok_or_else(|| {
-            invalid(
-                "url",
-                "must start with http:// (the sandbox's own services)",
-            )
-        })?;
-        let (authority, path) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
-        if authority.contains('@') {
-            return Err(invalid("url", "must not carry credentials"));
-        }
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((host, port)) if !port.contains(']') => (
-                host,
-                port.parse::<u16>()
-                    .map_err(|_| invalid("url", format!("{port:?} is not a port")))?,
-            ),
-            _ => (authority, 80),
-        };
-        own_host("url", host)?;
-        if path.chars().any(char::is_whitespace) {
-            return Err(invalid("url", "the path must not contain whitespace"));
-        }
-        Ok((host.to_owned(), port, path.to_owned()))
+/// Host, port and path of a loopback `http://` URL given in `field`.
+fn loopback_url(field: &str, url: &str) -> Result<(String, u16, String), ToolError> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        invalid(
+            field,
+            "must start with http:// (the sandbox's own services)",
+        )
+    })?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |at| rest.split_at(at));
+    if authority.contains('@') {
+        return Err(invalid(field, "must not carry credentials"));
     }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (
+            host,
+            port.parse::<u16>()
+                .map_err(|_| invalid(field, format!("{port:?} is not a port")))?,
+        ),
+        _ => (authority, 80),
+    };
+    own_host(field, host)?;
+    if path.chars().any(char::is_whitespace) {
+        return Err(invalid(field, "the path must not contain whitespace"));
+    }
+    Ok((host.to_owned(), port, path.to_owned()))
 }
 
 impl Tool for HttpHealthCheck {
@@ -385,14 +397,105 @@ impl Tool for HttpHealthCheck {
     const DESCRIPTION: &'static str = "GET a URL served by the sandbox itself (http://127.0.0.1:PORT/...), from inside the sandbox, without following redirects; returns the status and the start of the body.";
 
     fn plan(&self) -> Result<ToolCall, ToolError> {
-        let (host, port, _) = self.parse()?;
+        let (host, port, _) = loopback_url("url", &self.url)?;
         Ok(ToolCall::new(Self::NAME).destination(host, Some(port)))
     }
 
     async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
-        let (host, port, path) = self.parse()?;
+        let (host, port, path) = loopback_url("url", &self.url)?;
         let mut value = probe(cx, "http", &host, port, &path).await?;
         value["url"] = json!(self.url);
         Ok(value)
+    }
+}
+
+/// Lines of a process's log `capture_preview_metadata` returns, at most.
+const PREVIEW_LOG_LINES: usize = 200;
+
+/// Read a named process's latest log lines and, optionally, what the page it serves says.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CapturePreviewMetadata {
+    /// The name start_process was given.
+    name: String,
+    /// The page to look at, http://127.0.0.1:PORT/PATH (only the sandbox's own services);
+    /// without it only the logs are read.
+    base_url: Option<String>,
+}
+
+impl Tool for CapturePreviewMetadata {
+    const NAME: &'static str = "capture_preview_metadata";
+    const DESCRIPTION: &'static str = "Summarise a named background process for a preview: its last 200 log lines, whether it still runs, and, given base_url (the sandbox's own http://127.0.0.1:PORT/...), the page's status and title, fetched from inside the sandbox with a 3 s timeout.";
+
+    fn plan(&self) -> Result<ToolCall, ToolError> {
+        check_name(&self.name)?;
+        let call = ToolCall::new(Self::NAME);
+        Ok(match &self.base_url {
+            Some(url) => {
+                let (host, port, _) = loopback_url("base_url", url)?;
+                call.destination(host, Some(port))
+            }
+            None => call,
+        })
+    }
+
+    async fn run(self, cx: &Cx<'_>) -> Result<Value, ToolError> {
+        let process = require(cx, &self.name).await?;
+        let (tail, cut, state) = log_tail(cx, &process).await?;
+        let text = String::from_utf8_lossy(&tail);
+        // A line cut by the tail's start is not shown half.
+        let lines: Vec<&str> = text.lines().skip(usize::from(cut)).collect();
+        let lines = &lines[lines.len().saturating_sub(PREVIEW_LOG_LINES)..];
+        let (logs, _) = crate::redact::head_tail(&lines.join("\n"), output_limit(cx.policy));
+        let health = match &self.base_url {
+            Some(url) => {
+                let (host, port, path) = loopback_url("base_url", url)?;
+                probe(cx, "preview", &host, port, &path).await?
+            }
+            None => Value::Null,
+        };
+        let (running, exit_code) = match state {
+            ProcessState::Running => (true, None),
+            ProcessState::Exited { exit_code, .. } => (false, Some(exit_code)),
+        };
+        Ok(json!({
+            "name": self.name,
+            "base_url": self.base_url,
+            "health": health,
+            "log_lines": logs.lines().collect::<Vec<_>>(),
+            "running": running,
+            "exit_code": exit_code,
+        }))
+    }
+}
+
+/// The end of a process's output (what its window still holds, at most the last 64 KiB),
+/// whether older output was left out, and the process's state.
+async fn log_tail(
+    cx: &Cx<'_>,
+    process: &ProcessInfo,
+) -> Result<(Vec<u8>, bool, ProcessState), ToolError> {
+    const KEEP: usize = 64 << 10;
+    let mut tail = Vec::new();
+    let mut cut = false;
+    let mut cursor = 0;
+    loop {
+        let output = cx
+            .backend
+            .read_output(cx.sandbox, process.id, cursor, 1 << 20, 0)
+            .await
+            .map_err(|e| sandbox_failed(&e))?;
+        cut |= output.dropped > 0;
+        for chunk in &output.chunks {
+            tail.extend_from_slice(&chunk.data);
+        }
+        if tail.len() > KEEP {
+            tail.drain(..tail.len() - KEEP);
+            cut = true;
+        }
+        if output.chunks.is_empty() || output.next_cursor == cursor {
+            return Ok((tail, cut, output.state));
+        }
+        cursor = output.next_cursor;
     }
 }

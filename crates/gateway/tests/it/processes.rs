@@ -68,6 +68,52 @@ async fn a_server_starts_answers_logs_and_stops() {
         ),
         (json!(true), json!(200), json!("hello from the sandbox"))
     );
+    ctx.ok(
+        &s,
+        "write_file",
+        json!({
+            "path": "site/preview.html",
+            "content": "<html><head><TITLE>\n  Forge\n  preview </TITLE></head><body>x</body></html>",
+        }),
+    )
+    .await;
+    let preview = ctx
+        .ok(
+            &s,
+            "capture_preview_metadata",
+            json!({"name": "web", "base_url": "http://127.0.0.1:8080/preview.html"}),
+        )
+        .await;
+    // The health check above was logged before it was answered.
+    let logged = preview["log_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|line| line.as_str().unwrap().contains("GET /index.html"));
+    assert_eq!(
+        (
+            preview["health"].clone(),
+            preview["running"].clone(),
+            logged,
+        ),
+        (
+            json!({"ok": true, "status": 200, "title_hint": "Forge preview"}),
+            json!(true),
+            true
+        ),
+        "{preview}"
+    );
+    let unreachable = ctx
+        .ok(
+            &s,
+            "capture_preview_metadata",
+            json!({"name": "web", "base_url": "http://127.0.0.1:8081/"}),
+        )
+        .await;
+    assert_eq!(
+        unreachable["health"],
+        json!({"ok": false, "error": "ConnectionRefusedError"})
+    );
     let logs = ctx.ok(&s, "stream_logs", json!({"name": "web"})).await;
     assert!(
         logs["logs"].as_str().unwrap().contains("GET /index.html"),
@@ -114,6 +160,11 @@ async fn probes_never_leave_the_sandbox() {
             "clone_repo",
             json!({"repo_url": "file:///etc", "target_dir": "x"}),
             "repo_url",
+        ),
+        (
+            "capture_preview_metadata",
+            json!({"name": "web", "base_url": "http://10.0.0.1:8080/"}),
+            "base_url",
         ),
     ];
     let mut fields = Vec::new();
