@@ -275,7 +275,9 @@ pub fn stale_sandbox_cgroups(older_than: Duration) -> Vec<PathBuf> {
             }
         }
     }
+    // A hierarchy mounted twice is walked twice.
     stale.sort();
+    stale.dedup();
     stale
 }
 
