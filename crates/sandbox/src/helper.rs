@@ -12,7 +12,6 @@ use std::ffi::OsString;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -342,7 +341,10 @@ fn spawn_sandbox(
     fn os(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
         move |err| format!("{what}: {err}")
     }
-    let layers_ready = make_directory(&plan, &mut stock.skeletons)?;
+    let layers_ready = stock
+        .skeletons
+        .make_sandbox_dir(&plan.sandbox_dir, plan.owner)
+        .map_err(|e| e.to_string())?;
     let (release_r, release_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os("pipe"))?;
     // The init's first connection: it reports ready on it and serves it like any other.
@@ -427,30 +429,6 @@ fn spawn_sandbox(
         control: control_host,
         notes,
     })
-}
-
-/// Makes the sandbox's directory, owned by the host uid its root maps to: a skeleton from
-/// the stock with its layers made (then `true`: the init skips making them), or an empty
-/// one.
-fn make_directory(plan: &SpawnPlan, skeletons: &mut SkeletonStock) -> Result<bool, String> {
-    let dir = &plan.sandbox_dir;
-    // A failed skeleton is dropped and the directory made the usual way.
-    if skeletons.take(dir, plan.owner).unwrap_or(false) {
-        return Ok(true);
-    }
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("create {}: {e}", dir.display()))?;
-    if let Some(owner) = plan.owner {
-        let (uid, gid) = (
-            rustix::process::Uid::from_raw(owner),
-            rustix::process::Gid::from_raw(owner),
-        );
-        rustix::fs::chown(dir, Some(uid), Some(gid))
-            .map_err(|e| format!("chown {}: {e}", dir.display()))?;
-    }
-    Ok(false)
 }
 
 /// Writes the child's id maps and, for a host workspace, makes and sends its idmapped mount.

@@ -111,23 +111,16 @@ fn record_cgroup_parents(data_dir: &Path, parents: &[PathBuf]) {
         .lines()
         .map(PathBuf::from)
         .collect();
-    let before = known.len();
-    known.extend(
-        parents
-            .iter()
-            .filter(|p| !known.contains(p))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-    if known.len() == before {
+    let missing: Vec<&PathBuf> = parents.iter().filter(|p| !known.contains(p)).collect();
+    if missing.is_empty() {
         return;
     }
-    let mut text = String::new();
-    for parent in &known {
-        text.push_str(&parent.to_string_lossy());
-        text.push('\n');
-    }
-    if let Err(err) = fs::write(&file, text) {
+    known.extend(missing.into_iter().cloned());
+    let lines: Vec<_> = known
+        .iter()
+        .map(|parent| parent.to_string_lossy())
+        .collect();
+    if let Err(err) = fs::write(&file, lines.join("\n") + "\n") {
         tracing::warn!(file = %file.display(), error = %err, "cannot record the cgroup directories");
     }
 }

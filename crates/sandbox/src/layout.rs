@@ -127,10 +127,30 @@ impl SkeletonStock {
         }
     }
 
-    /// Moves a skeleton to `target` (which must not exist) and gives it to `owner`.
-    /// `Ok(false)` when the stock is empty; on an error the skeleton is dropped and
-    /// `target` does not exist.
-    pub(crate) fn take(&mut self, target: &Path, owner: Option<u32>) -> io::Result<bool> {
+    /// Makes a sandbox's directory at `dir`, given to `owner` (the host uid its root maps
+    /// to, when not the helper's own): a skeleton from the stock, then `true` (its layers
+    /// are made), or an empty directory. A skeleton that fails is dropped and the
+    /// directory made empty instead.
+    pub(crate) fn make_sandbox_dir(&mut self, dir: &Path, owner: Option<u32>) -> io::Result<bool> {
+        if self.take(dir, owner).unwrap_or(false) {
+            return Ok(true);
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|err| {
+                io::Error::new(err.kind(), format!("create {}: {err}", dir.display()))
+            })?;
+        if let Some(owner) = owner {
+            give(dir, owner)?;
+        }
+        Ok(false)
+    }
+
+    /// Moves a skeleton to `target` (which must not exist) and gives it and its layers to
+    /// `owner`. `Ok(false)` when the stock is empty; on an error the skeleton is dropped
+    /// and `target` does not exist.
+    fn take(&mut self, target: &Path, owner: Option<u32>) -> io::Result<bool> {
         let Some(skeleton) = self.ready.pop() else {
             return Ok(false);
         };
@@ -144,7 +164,9 @@ impl SkeletonStock {
             return Err(err.into());
         }
         if let Some(owner) = owner
-            && let Err(err) = give(target, owner)
+            && let Err(err) = std::iter::once(PathBuf::new())
+                .chain(entries().map(|(path, _)| path))
+                .try_for_each(|path| give(&target.join(path), owner))
         {
             let _ = std::fs::remove_dir_all(target);
             return Err(err);
@@ -173,15 +195,11 @@ fn remove_abandoned(parent: &Path) {
     }
 }
 
-/// Gives `dir` and its layers to `owner` (as uid and gid).
-fn give(dir: &Path, owner: u32) -> io::Result<()> {
+/// Gives `path` to `owner` (as uid and gid).
+fn give(path: &Path, owner: u32) -> io::Result<()> {
     let (uid, gid) = (Some(Uid::from_raw(owner)), Some(Gid::from_raw(owner)));
-    let chown = |path: &Path| {
-        rustix::fs::chownat(CWD, path, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|err| io::Error::new(err.kind(), format!("chown {}: {err}", path.display())))
-    };
-    chown(dir)?;
-    entries().try_for_each(|(path, _)| chown(&dir.join(path)))
+    rustix::fs::chownat(CWD, path, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|err| io::Error::new(err.kind(), format!("chown {}: {err}", path.display())))
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ pub(crate) struct Boot {
 }
 
 /// What the helper made ahead of time for this sandbox.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Prepared {
     /// Present when the init was born in one of the helper's prepared network namespaces
     /// (whose loopback is already up, and which it could not configure anyway): that
